@@ -1,0 +1,174 @@
+//! Argument checks shared by the launchers, and exact result comparison.
+//!
+//! The checks are pure functions of lengths, addresses and shapes, so they are tested without
+//! a GPU; the launchers call them before touching the device.
+
+use cudarc::driver::{CudaFunction, LaunchConfig};
+use rustile_kernels::registry::{DType, KernelInfo};
+
+use crate::elem::DeviceElem;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+/// A buffer argument, as the checks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct BufArg {
+    /// Argument name (`src`).
+    pub name: &'static str,
+    /// Elements.
+    pub len: usize,
+    /// Device address.
+    pub addr: u64,
+}
+
+/// `family/variant`.
+pub fn kernel_name(kernel: &KernelInfo) -> String {
+    format!("{}/{}", kernel.family.name(), kernel.name)
+}
+
+/// The buffer must hold at least `need` elements.
+pub fn at_least(kernel: &KernelInfo, buf: BufArg, need: usize, shape: &str) -> Result<()> {
+    if buf.len < need {
+        return Err(Error::BufferLength {
+            kernel: kernel_name(kernel),
+            buffer: buf.name,
+            got: buf.len,
+            need,
+            shape: shape.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The buffer must be `align`-byte aligned.
+pub fn aligned(kernel: &KernelInfo, buf: BufArg, align: usize) -> Result<()> {
+    if buf.addr % align as u64 != 0 {
+        return Err(Error::Misaligned {
+            kernel: kernel_name(kernel),
+            buffer: buf.name,
+            addr: buf.addr,
+            align,
+        });
+    }
+    Ok(())
+}
+
+/// Every element type must be naturally aligned (cudarc allocations always are; a transmuted
+/// view may not be).
+pub fn naturally_aligned<T>(kernel: &KernelInfo, bufs: &[BufArg]) -> Result<()> {
+    bufs.iter()
+        .try_for_each(|b| aligned(kernel, *b, std::mem::align_of::<T>()))
+}
+
+/// `a · b` or [`Error::TooLarge`].
+pub fn mul(kernel: &KernelInfo, a: usize, b: usize, what: &str) -> Result<usize> {
+    a.checked_mul(b).ok_or_else(|| Error::TooLarge {
+        kernel: kernel_name(kernel),
+        what: format!("{what}: {a} × {b} overflows"),
+    })
+}
+
+/// A nonzero dimension, or [`Error::ZeroSize`].
+pub fn nonzero(kernel: &KernelInfo, v: usize, what: &'static str) -> Result<()> {
+    if v == 0 {
+        return Err(Error::ZeroSize {
+            kernel: kernel_name(kernel),
+            what,
+        });
+    }
+    Ok(())
+}
+
+/// Looks up the kernel's function for `dtype` and checks the launch against the device limits.
+pub fn prepare(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    dtype: DType,
+    grid: (u64, u64, u64),
+) -> Result<(CudaFunction, LaunchConfig)> {
+    let name = kernel_name(kernel);
+    let symbol = kernel.symbol(dtype).ok_or_else(|| Error::UnknownKernel {
+        family: kernel.family.name().into(),
+        variant: kernel.name.into(),
+        dtype: dtype.name(),
+    })?;
+    let info = gpu.info();
+    let limits = info.max_grid;
+    if grid.0 > limits.0 as u64 || grid.1 > limits.1 as u64 || grid.2 > limits.2 as u64 {
+        return Err(Error::TooLarge {
+            kernel: name,
+            what: format!("grid {grid:?} exceeds the device's limit {limits:?}"),
+        });
+    }
+    let (bx, by, bz) = kernel.block;
+    if bx * by * bz > info.max_threads_per_block {
+        return Err(Error::Resource {
+            kernel: name,
+            what: format!(
+                "{} threads per block exceed the device's {}",
+                bx * by * bz,
+                info.max_threads_per_block
+            ),
+        });
+    }
+    let shared = kernel.shared_bytes(dtype);
+    if shared > info.shared_per_block_optin {
+        return Err(Error::Resource {
+            kernel: name,
+            what: format!(
+                "{shared} bytes of shared memory exceed the device's {} per block",
+                info.shared_per_block_optin
+            ),
+        });
+    }
+    let f = gpu.function(symbol)?;
+    if shared > info.shared_per_block {
+        use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
+        f.set_attribute(MAX_DYN, shared as i32)
+            .map_err(|source| Error::Driver {
+                during: format!("raising {symbol}'s dynamic shared memory to {shared} bytes"),
+                source,
+            })?;
+    }
+    Ok((
+        f,
+        LaunchConfig {
+            grid_dim: (grid.0 as u32, grid.1 as u32, grid.2 as u32),
+            block_dim: kernel.block,
+            shared_mem_bytes: shared as u32,
+        },
+    ))
+}
+
+/// Compares `got` with `want` bit for bit (data movement must be exact; NaN never matches a
+/// finite reference, and the poison value is NaN).
+pub fn exact<T: DeviceElem>(kernel: &str, shape: &str, got: &[T], want: &[T]) -> Result<()> {
+    if got.len() != want.len() {
+        return Err(Error::Mismatch {
+            kernel: kernel.into(),
+            shape: shape.into(),
+            detail: format!("{} elements, expected {}", got.len(), want.len()),
+        });
+    }
+    let mut wrong = 0usize;
+    let mut first = None;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if g.bits() != w.bits() || g.to_f64().is_nan() {
+            wrong += 1;
+            first.get_or_insert((i, *g, *w));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some((i, g, w)) => Err(Error::Mismatch {
+            kernel: kernel.into(),
+            shape: shape.into(),
+            detail: format!(
+                "{wrong} of {} elements differ; first at {i}: got {} expected {}",
+                got.len(),
+                g.to_f64(),
+                w.to_f64()
+            ),
+        }),
+    }
+}

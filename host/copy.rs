@@ -1,0 +1,113 @@
+//! Copy family: `dst[i] = src[i]`, `n` elements.
+
+use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
+use rustile_kernels::copy::{v01_scalar, v02_vec16, v03_grid_stride};
+use rustile_kernels::registry::KernelInfo;
+
+use crate::check::{self, BufArg};
+use crate::elem::DeviceElem;
+use crate::error::{DriverContext, Result};
+use crate::gpu::Gpu;
+
+/// A copy of `n` elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyProblem {
+    /// Elements.
+    pub n: usize,
+}
+
+impl CopyProblem {
+    /// Shape, as text.
+    pub fn shape(&self) -> String {
+        format!("n={}", self.n)
+    }
+
+    /// Bytes that must cross DRAM: `n` elements read and `n` written.
+    pub fn bytes_moved(&self, elem_bytes: usize) -> u64 {
+        2 * self.n as u64 * elem_bytes as u64
+    }
+
+    /// Elements `src` and `dst` must hold.
+    pub fn lens(&self) -> (usize, usize) {
+        (self.n, self.n)
+    }
+
+    /// Checks the arguments of `kernel` for this problem.
+    pub fn check<T: DeviceElem>(&self, kernel: &KernelInfo, src: BufArg, dst: BufArg) -> Result<()> {
+        check::nonzero(kernel, self.n, "n")?;
+        check::mul(kernel, self.n, 2 * std::mem::size_of::<T>(), "bytes of src and dst")?;
+        let shape = self.shape();
+        check::at_least(kernel, src, self.n, &shape)?;
+        check::at_least(kernel, dst, self.n, &shape)?;
+        check::naturally_aligned::<T>(kernel, &[src, dst])?;
+        if kernel.name != v01_scalar::INFO.name {
+            check::aligned(kernel, src, 16)?;
+            check::aligned(kernel, dst, 16)?;
+        }
+        Ok(())
+    }
+
+    /// Grid (blocks) for `kernel`.
+    pub fn grid(&self, kernel: &KernelInfo, elem_bytes: usize, sm_count: u32) -> (u64, u64, u64) {
+        let (n, b) = (self.n as u64, elem_bytes as u64);
+        let x = match kernel.name {
+            name if name == v01_scalar::INFO.name => v01_scalar::grid_blocks(n),
+            name if name == v02_vec16::INFO.name => v02_vec16::grid_blocks(n, b),
+            _ => v03_grid_stride::grid_blocks(n, b, sm_count),
+        };
+        (x, 1, 1)
+    }
+
+    /// CPU reference.
+    pub fn reference<T: Copy>(&self, src: &[T]) -> Vec<T> {
+        src[..self.n].to_vec()
+    }
+}
+
+/// The variants of this family.
+pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
+    family_variants(rustile_kernels::registry::Family::Copy)
+}
+
+pub(crate) fn family_variants(
+    family: rustile_kernels::registry::Family,
+) -> impl Iterator<Item = &'static KernelInfo> {
+    rustile_kernels::KERNELS
+        .iter()
+        .copied()
+        .filter(move |k| k.family == family)
+}
+
+/// The variant the dispatcher uses (fastest measured on the H200, `bench-results/`).
+pub const BEST: &KernelInfo = &v03_grid_stride::INFO;
+
+/// Launches `kernel` on `gpu`'s stream: `dst[..n] = src[..n]`. Asynchronous; errors in the
+/// arguments are returned before anything is launched.
+pub fn launch<T: DeviceElem>(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    problem: &CopyProblem,
+    src: &impl DevicePtr<T>,
+    dst: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let stream = gpu.stream();
+    let (src_len, dst_len) = (src.len(), dst.len());
+    let (src_ptr, _src_guard) = src.device_ptr(stream);
+    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
+    problem.check::<T>(
+        kernel,
+        BufArg { name: "src", len: src_len, addr: src_ptr },
+        BufArg { name: "dst", len: dst_len, addr: dst_ptr },
+    )?;
+    let grid = problem.grid(kernel, std::mem::size_of::<T>(), gpu.info().sm_count);
+    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, grid)?;
+    let n = problem.n as u64;
+    let mut args = stream.launch_builder(&f);
+    args.arg(&src_ptr).arg(&dst_ptr).arg(&n);
+    // SAFETY: the kernel is `(src: *const T, dst: *mut T, n: u64)`; `check` proved both buffers
+    // hold ≥ n elements of T with the alignment this variant needs; src and dst are distinct
+    // allocations or views (Rust's & / &mut borrows), so the kernel's reads and writes do not
+    // alias; the grid covers n as the variant's `grid_blocks` requires.
+    unsafe { args.launch(cfg) }.during(|| format!("launching copy/{} {}", kernel.name, problem.shape()))?;
+    Ok(())
+}

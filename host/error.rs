@@ -1,0 +1,152 @@
+//! The one error type of rustile. Every variant names what was wrong and the values involved.
+
+use cudarc::driver::DriverError;
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, as values.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The CUDA driver library (`libcuda.so.1`) could not be opened.
+    #[error("no GPU: the CUDA driver library (libcuda.so.1) is not installed or not on the loader path")]
+    NoDriver,
+    /// The driver loaded but reports no usable device.
+    #[error("no GPU: {0}")]
+    NoDevice(String),
+    /// The device is older than any PTX flavour rustile ships.
+    #[error(
+        "unsupported compute capability {major}.{minor} on `{device}`: rustile's PTX needs 8.0 or newer"
+    )]
+    UnsupportedComputeCapability {
+        /// Device name.
+        device: String,
+        /// Major version.
+        major: i32,
+        /// Minor version.
+        minor: i32,
+    },
+    /// The loaded PTX has no entry point of that name.
+    #[error("kernel `{symbol}` is missing from the loaded PTX (flavour {flavour})")]
+    MissingKernel {
+        /// PTX symbol asked for.
+        symbol: String,
+        /// Flavour that was loaded.
+        flavour: &'static str,
+    },
+    /// No variant of that name, or not instantiated for that dtype.
+    #[error("unknown kernel `{family}/{variant}` for {dtype}")]
+    UnknownKernel {
+        /// Family name.
+        family: String,
+        /// Variant name.
+        variant: String,
+        /// dtype name.
+        dtype: &'static str,
+    },
+    /// A dimension is zero.
+    #[error("{kernel}: empty problem: {what} is 0")]
+    ZeroSize {
+        /// Kernel (family/variant).
+        kernel: String,
+        /// Which dimension.
+        what: &'static str,
+    },
+    /// A size computation overflows, or exceeds what the kernel's index types or the grid can
+    /// address.
+    #[error("{kernel}: shape too large: {what}")]
+    TooLarge {
+        /// Kernel (family/variant).
+        kernel: String,
+        /// What overflowed, with the values.
+        what: String,
+    },
+    /// A buffer holds fewer (or, for outputs, a different number of) elements than the shape
+    /// needs.
+    #[error("{kernel}: buffer `{buffer}` holds {got} elements but shape {shape} needs {need}")]
+    BufferLength {
+        /// Kernel (family/variant).
+        kernel: String,
+        /// Buffer (argument) name.
+        buffer: &'static str,
+        /// Elements in the buffer.
+        got: usize,
+        /// Elements the shape needs.
+        need: usize,
+        /// The shape, as text.
+        shape: String,
+    },
+    /// A buffer's device address is not aligned as the kernel needs.
+    #[error("{kernel}: buffer `{buffer}` at {addr:#x} is not {align}-byte aligned")]
+    Misaligned {
+        /// Kernel (family/variant).
+        kernel: String,
+        /// Buffer name.
+        buffer: &'static str,
+        /// Device address.
+        addr: u64,
+        /// Alignment needed, bytes.
+        align: usize,
+    },
+    /// A launch needs more of a device resource than the device has.
+    #[error("{kernel}: {what}")]
+    Resource {
+        /// Kernel.
+        kernel: String,
+        /// What exceeded which limit.
+        what: String,
+    },
+    /// Device memory ran out.
+    #[error("out of device memory allocating {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// What the allocation was for.
+        what: String,
+    },
+    /// A result did not match its reference.
+    #[error("{kernel} {shape}: wrong result: {detail}")]
+    Mismatch {
+        /// Kernel.
+        kernel: String,
+        /// Shape, as text.
+        shape: String,
+        /// First wrong element and counts.
+        detail: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA driver error during {during}: {source}")]
+    Driver {
+        /// What rustile was doing.
+        during: String,
+        /// The driver's error.
+        #[source]
+        source: DriverError,
+    },
+    /// Bad command-line or configuration input.
+    #[error("{0}")]
+    Usage(String),
+    /// File output.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// Path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Attaches context to a driver error.
+pub(crate) trait DriverContext<T> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> DriverContext<T> for std::result::Result<T, DriverError> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::Driver {
+            during: what(),
+            source,
+        })
+    }
+}

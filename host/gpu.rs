@@ -1,0 +1,251 @@
+//! The device handle: context, stream, loaded PTX module and the device's limits.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::{DriverContext, Error, Result};
+use crate::ptx::{self, Flavour};
+
+/// What rustile knows about a device.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Ordinal.
+    pub ordinal: usize,
+    /// Marketing name.
+    pub name: String,
+    /// Compute capability `(major, minor)`.
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// L2 cache, bytes.
+    pub l2_bytes: usize,
+    /// Device memory, bytes.
+    pub total_mem_bytes: usize,
+    /// Shared memory per block without opt-in, bytes.
+    pub shared_per_block: usize,
+    /// Shared memory per block with opt-in, bytes.
+    pub shared_per_block_optin: usize,
+    /// Shared memory per SM, bytes.
+    pub shared_per_sm: usize,
+    /// Threads per block, maximum.
+    pub max_threads_per_block: u32,
+    /// Grid size limits `(x, y, z)`.
+    pub max_grid: (u32, u32, u32),
+    /// Peak SM clock, kHz.
+    pub sm_clock_khz: u32,
+    /// Peak memory clock, kHz.
+    pub mem_clock_khz: u32,
+    /// Memory bus width, bits.
+    pub mem_bus_bits: u32,
+}
+
+impl DeviceInfo {
+    /// Theoretical DRAM bandwidth from the memory clock and bus width (double data rate),
+    /// bytes/s. A lead, not a measurement: rustile reports ratios to `cuMemcpyDtoD` measured
+    /// in the same process.
+    pub fn theoretical_dram_bytes_per_s(&self) -> f64 {
+        2.0 * self.mem_clock_khz as f64 * 1e3 * self.mem_bus_bits as f64 / 8.0
+    }
+}
+
+/// A device with rustile's kernels loaded, and one stream everything is ordered on.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    flavour: Flavour,
+    ptx_text: &'static str,
+    info: DeviceInfo,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads the PTX flavour for its compute capability.
+    ///
+    /// Errors: [`Error::NoDriver`] without a CUDA driver, [`Error::NoDevice`] without such a
+    /// device, [`Error::UnsupportedComputeCapability`] below 8.0.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        Self::open(ordinal, None)
+    }
+
+    /// Like [`Gpu::new`], but loads `ptx` (for testing how missing kernels are reported).
+    pub fn with_ptx(ordinal: usize, ptx: &'static str) -> Result<Self> {
+        Self::open(ordinal, Some(ptx))
+    }
+
+    fn open(ordinal: usize, ptx_override: Option<&'static str>) -> Result<Self> {
+        // SAFETY: only probes whether the shared library can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoDriver);
+        }
+        cudarc::driver::result::init()
+            .map_err(|e| Error::NoDevice(format!("the CUDA driver failed to initialise: {e}")))?;
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::NoDevice(format!("cannot count devices: {e}")))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(Error::NoDevice(format!(
+                "device {ordinal} asked for, the driver reports {count} device(s)"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).during(|| format!("creating a context on device {ordinal}"))?;
+        let info = query_info(&ctx, ordinal)?;
+        let (major, minor) = info.compute_capability;
+        let flavour = Flavour::for_compute_capability(major, minor).ok_or_else(|| {
+            Error::UnsupportedComputeCapability {
+                device: info.name.clone(),
+                major,
+                minor,
+            }
+        })?;
+        let ptx_text = ptx_override.unwrap_or(flavour.text());
+        let module = ctx
+            .load_module(Ptx::from_src(ptx_text))
+            .during(|| format!("loading the {} PTX module", flavour.name()))?;
+        let stream = ctx.default_stream();
+        Ok(Self {
+            ctx,
+            stream,
+            module,
+            flavour,
+            ptx_text,
+            info,
+            functions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Device limits and identity.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The PTX flavour loaded.
+    pub fn flavour(&self) -> Flavour {
+        self.flavour
+    }
+
+    /// The stream all of rustile's work on this handle is ordered on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The kernel entry point `symbol`, or [`Error::MissingKernel`].
+    pub fn function(&self, symbol: &str) -> Result<CudaFunction> {
+        let mut cache = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = cache.get(symbol) {
+            return Ok(f.clone());
+        }
+        if !ptx::has_entry(self.ptx_text, symbol) {
+            return Err(Error::MissingKernel {
+                symbol: symbol.to_string(),
+                flavour: self.flavour.name(),
+            });
+        }
+        let f = self
+            .module
+            .load_function(symbol)
+            .during(|| format!("looking up kernel `{symbol}`"))?;
+        cache.insert(symbol.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// Allocates `n` elements (uninitialised). Out of memory is [`Error::OutOfMemory`].
+    pub fn alloc<T: DeviceRepr>(&self, n: usize, what: &str) -> Result<CudaSlice<T>> {
+        let bytes = n.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::TooLarge {
+            kernel: what.to_string(),
+            what: format!("{n} elements of {} bytes overflow usize", std::mem::size_of::<T>()),
+        })?;
+        // SAFETY: the memory is uninitialised; every caller writes it (upload or poison)
+        // before any kernel reads it.
+        unsafe { self.stream.alloc::<T>(n) }.map_err(|e| map_alloc_error(e, bytes, what))
+    }
+
+    /// Copies `host` to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, host: &[T], what: &str) -> Result<CudaSlice<T>> {
+        let mut d = self.alloc::<T>(host.len(), what)?;
+        self.stream
+            .memcpy_htod(host, &mut d)
+            .during(|| format!("uploading {what}"))?;
+        Ok(d)
+    }
+
+    /// Copies a device buffer back.
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, d: &CudaSlice<T>, what: &str) -> Result<Vec<T>> {
+        let mut host = vec![T::default(); d.len()];
+        self.stream
+            .memcpy_dtoh(d, &mut host)
+            .during(|| format!("downloading {what}"))?;
+        self.synchronize(what)?;
+        Ok(host)
+    }
+
+    /// Fills a device buffer with `value`.
+    pub fn fill<T: DeviceRepr + Clone>(&self, d: &mut CudaSlice<T>, value: T, what: &str) -> Result<()> {
+        let host = vec![value; d.len()];
+        self.stream
+            .memcpy_htod(&host, d)
+            .during(|| format!("filling {what}"))?;
+        self.synchronize(what)
+    }
+
+    /// Waits for all work on the stream; reports any asynchronous error (a trapped kernel).
+    pub fn synchronize(&self, during: &str) -> Result<()> {
+        self.stream
+            .synchronize()
+            .during(|| format!("synchronising after {during}"))
+    }
+}
+
+fn map_alloc_error(e: cudarc::driver::DriverError, bytes: usize, what: &str) -> Error {
+    use cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY;
+    if e.0 == CUDA_ERROR_OUT_OF_MEMORY {
+        Error::OutOfMemory {
+            bytes,
+            what: what.to_string(),
+        }
+    } else {
+        Error::Driver {
+            during: format!("allocating {bytes} bytes for {what}"),
+            source: e,
+        }
+    }
+}
+
+fn query_info(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
+    let attr = |a: Attr| {
+        ctx.attribute(a)
+            .during(|| format!("reading device attribute {a:?}"))
+    };
+    let (major, minor) = ctx
+        .compute_capability()
+        .during(|| "reading the compute capability".into())?;
+    Ok(DeviceInfo {
+        ordinal,
+        name: ctx.name().during(|| "reading the device name".into())?,
+        compute_capability: (major, minor),
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+        total_mem_bytes: ctx.total_mem().during(|| "reading total memory".into())?,
+        shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
+        shared_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+            as usize,
+        shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as usize,
+        max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
+        max_grid: (
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
+        ),
+        sm_clock_khz: attr(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
+        mem_clock_khz: attr(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as u32,
+        mem_bus_bits: attr(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as u32,
+    })
+}

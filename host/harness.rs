@@ -1,0 +1,125 @@
+//! Timing: CUDA events around each repetition, warm-up first, median with min and max, and the
+//! L2 kept cold either by rotating input sets past 3× its size or by flushing it.
+
+use crate::error::{DriverContext, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+use cudarc::driver::CudaSlice;
+
+/// How the L2 cache is kept from serving repeated inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum L2Mode {
+    /// Cycle through enough input/output sets that their bytes exceed 3× the L2.
+    Rotate,
+    /// Overwrite a buffer of 2× the L2 before every repetition (outside the timed region).
+    Flush,
+}
+
+impl L2Mode {
+    /// Both modes.
+    pub const ALL: [L2Mode; 2] = [L2Mode::Rotate, L2Mode::Flush];
+
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            L2Mode::Rotate => "rotate",
+            L2Mode::Flush => "flush",
+        }
+    }
+}
+
+/// Timing parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct TimingConfig {
+    /// Untimed launches first.
+    pub warmup: usize,
+    /// Timed repetitions.
+    pub reps: usize,
+    /// L2 policy.
+    pub mode: L2Mode,
+}
+
+impl Default for TimingConfig {
+    fn default() -> Self {
+        Self {
+            warmup: 5,
+            reps: 50,
+            mode: L2Mode::Rotate,
+        }
+    }
+}
+
+/// Event-time statistics of one case, milliseconds.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Stats {
+    /// Median.
+    pub median_ms: f64,
+    /// Fastest repetition.
+    pub min_ms: f64,
+    /// Slowest repetition.
+    pub max_ms: f64,
+    /// Repetitions.
+    pub reps: usize,
+}
+
+impl Stats {
+    /// Summarises samples (ms). Empty input gives zeros.
+    pub fn from_samples(mut samples: Vec<f64>) -> Self {
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        if n == 0 {
+            return Self { median_ms: 0.0, min_ms: 0.0, max_ms: 0.0, reps: 0 };
+        }
+        let median = if n % 2 == 1 {
+            samples[n / 2]
+        } else {
+            0.5 * (samples[n / 2 - 1] + samples[n / 2])
+        };
+        Self {
+            median_ms: median,
+            min_ms: samples[0],
+            max_ms: samples[n - 1],
+            reps: n,
+        }
+    }
+}
+
+/// How many input/output sets of `set_bytes` rotate past 3× the L2.
+pub fn rotation_sets(l2_bytes: usize, set_bytes: u64) -> usize {
+    let want = 3 * l2_bytes as u64;
+    want.div_ceil(set_bytes.max(1)).max(1) as usize
+}
+
+/// Times `launch(i)` (`i` = repetition index; pick input set `i % sets`): warm-up launches,
+/// then one event pair per repetition, flushing the L2 before each if `mode` is
+/// [`L2Mode::Flush`].
+pub fn time(gpu: &Gpu, cfg: &TimingConfig, mut launch: impl FnMut(usize) -> Result<()>) -> Result<Stats> {
+    let stream = gpu.stream();
+    let mut flush: Option<CudaSlice<u8>> = match cfg.mode {
+        L2Mode::Flush => Some(gpu.alloc::<u8>(2 * gpu.info().l2_bytes, "L2 flush buffer")?),
+        L2Mode::Rotate => None,
+    };
+    for i in 0..cfg.warmup {
+        launch(i)?;
+    }
+    let ctx = gpu.context();
+    let mut pairs = Vec::with_capacity(cfg.reps);
+    for i in 0..cfg.reps {
+        if let Some(buf) = flush.as_mut() {
+            stream.memset_zeros(buf).during(|| "flushing the L2".into())?;
+        }
+        let start = ctx.new_event(Some(CU_EVENT_DEFAULT)).during(|| "creating an event".into())?;
+        let end = ctx.new_event(Some(CU_EVENT_DEFAULT)).during(|| "creating an event".into())?;
+        start.record(stream).during(|| "recording an event".into())?;
+        launch(cfg.warmup + i)?;
+        end.record(stream).during(|| "recording an event".into())?;
+        pairs.push((start, end));
+    }
+    gpu.synchronize("timed repetitions")?;
+    let samples = pairs
+        .iter()
+        .map(|(s, e)| s.elapsed_ms(e).map(f64::from))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .during(|| "reading event times".into())?;
+    Ok(Stats::from_samples(samples))
+}

@@ -1,0 +1,305 @@
+//! `rustile`: the command-line front end.
+//!
+//! ```text
+//! rustile                 the main job: on a GPU, validate every kernel and time the headline
+//!                         cases; without one, the CPU-side suite
+//! rustile info            device, limits and ceilings
+//! rustile validate        validate every kernel at every validation shape (GPU)
+//! rustile bench FAMILY    sweep a family (copy | strided | transpose | all) on the GPU
+//!     [--sizes LIST] [--dtype f32|f16|all] [--l2 rotate|flush|both]
+//!     [--reps N] [--warmup N] [--out DIR]
+//! rustile ptx-report      assemble every PTX flavour with ptxas; registers, smem, spills
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rustile::bench::{self, Sweep};
+use rustile::harness::{L2Mode, TimingConfig};
+use rustile::ptx::Flavour;
+use rustile::{ptxas, suite, DType, Error, Family, Gpu, Result};
+
+const USAGE: &str = "usage: rustile [run | info | validate | ptx-report | bench FAMILY [--sizes LIST] \
+[--dtype f32|f16|all] [--l2 rotate|flush|both] [--reps N] [--warmup N] [--out DIR]]
+  FAMILY: copy | strided | transpose | all
+  --sizes: copy `N,N` (elements); strided `N` (outputs, every stride 1..32); transpose `RxC,RxC`";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        None | Some("run") => main_job(),
+        Some("info") => info(),
+        Some("validate") => Gpu::new(0).and_then(|gpu| validate(&gpu)),
+        Some("bench") => bench_cmd(&args[1..]),
+        Some("ptx-report") => ptx_report(true),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(Error::Usage(format!("unknown command `{other}`\n{USAGE}"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rustile: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn seed() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x5eed)
+}
+
+fn progress(i: usize, total: usize, what: &str) {
+    eprint!("\r\x1b[2K[{:>4}/{total}] {what}", i + 1);
+    if i + 1 == total {
+        eprintln!();
+    }
+}
+
+/// The main job: validated run of every family on the GPU, or the CPU-side suite.
+fn main_job() -> Result<()> {
+    println!(
+        "rustile {} — kernels written in Rust, PTX {} (sources {})",
+        env!("CARGO_PKG_VERSION"),
+        rustile::ptx::ORIGIN,
+        &rustile::ptx::SOURCE_HASH[..12]
+    );
+    match Gpu::new(0) {
+        Ok(gpu) => gpu_job(&gpu),
+        Err(e @ (Error::NoDriver | Error::NoDevice(_))) => {
+            println!("\n{e}");
+            println!(
+                "Needs a GPU: kernel validation (`rustile validate`), benchmarks (`rustile bench`), \
+                 the GPU tests (`cargo test -- --ignored`). Running the CPU-side suite instead.\n"
+            );
+            cpu_job()
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn cpu_job() -> Result<()> {
+    let seed = seed();
+    let checks = suite::cpu_checks(seed);
+    let failed: Vec<_> = checks.iter().filter(|c| c.error.is_some()).collect();
+    println!(
+        "CPU references and PTX checks (seed {seed}): {} of {} passed",
+        checks.len() - failed.len(),
+        checks.len()
+    );
+    for c in &failed {
+        println!("  FAILED {}: {}", c.what, c.error.as_deref().unwrap_or(""));
+    }
+    ptx_report(false)?;
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!("{} CPU-side checks failed", failed.len())))
+    }
+}
+
+fn gpu_job(gpu: &Gpu) -> Result<()> {
+    print_info(gpu);
+    validate(gpu)?;
+    // Headline cases: best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193.
+    let timing = TimingConfig { warmup: 3, reps: 20, mode: L2Mode::Rotate };
+    let mut rows = Vec::new();
+    for (family, sizes) in [
+        (Family::Copy, "268435456"),
+        (Family::Transpose, "8192x8192,8191x8193"),
+    ] {
+        let sweep = Sweep {
+            family,
+            problems: bench::parse_sizes(family, sizes)?,
+            dtypes: vec![DType::F32],
+            modes: vec![L2Mode::Rotate],
+        };
+        rows.extend(bench::run(gpu, &sweep, &timing, seed(), |what| {
+            eprint!("\r\x1b[2K{what}")
+        })?);
+    }
+    eprintln!();
+    println!("\n{}", bench::markdown(&rows));
+    Ok(())
+}
+
+fn validate(gpu: &Gpu) -> Result<()> {
+    let seed = seed();
+    let start = Instant::now();
+    let outcomes = suite::validate_all(gpu, seed, progress);
+    let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    println!(
+        "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
+        outcomes.len(),
+        gpu.info().name,
+        start.elapsed().as_secs_f64(),
+        outcomes.len() - failed.len(),
+        failed.len()
+    );
+    for o in &failed {
+        println!("  FAILED {} {} {}: {}", o.kernel, o.dtype, o.shape, o.error.as_deref().unwrap_or(""));
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!("{} validation cases failed", failed.len())))
+    }
+}
+
+fn print_info(gpu: &Gpu) {
+    let i = gpu.info();
+    println!(
+        "device {}: {} (compute capability {}.{}, PTX flavour {})",
+        i.ordinal,
+        i.name,
+        i.compute_capability.0,
+        i.compute_capability.1,
+        gpu.flavour().name()
+    );
+    println!(
+        "  {} SMs, L2 {} MiB, memory {:.1} GiB, shared/block {} KiB (opt-in {} KiB), shared/SM {} KiB",
+        i.sm_count,
+        i.l2_bytes >> 20,
+        i.total_mem_bytes as f64 / (1u64 << 30) as f64,
+        i.shared_per_block >> 10,
+        i.shared_per_block_optin >> 10,
+        i.shared_per_sm >> 10
+    );
+    println!(
+        "  SM clock {} MHz, memory clock {} MHz × {}-bit bus: theoretical DRAM {:.0} GB/s",
+        i.sm_clock_khz / 1000,
+        i.mem_clock_khz / 1000,
+        i.mem_bus_bits,
+        i.theoretical_dram_bytes_per_s() / 1e9
+    );
+}
+
+fn info() -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    print_info(&gpu);
+    // The measured ceiling: cuMemcpyDtoD at 1 GiB.
+    let sweep = Sweep {
+        family: Family::Copy,
+        problems: bench::parse_sizes(Family::Copy, "268435456")?,
+        dtypes: vec![DType::F32],
+        modes: vec![L2Mode::Rotate],
+    };
+    let rows = bench::run(&gpu, &sweep, &TimingConfig::default(), seed(), |_| {})?;
+    if let Some(base) = rows.iter().find(|r| r.variant == bench::BASELINE) {
+        println!("  measured ceiling: cuMemcpyDtoD 1 GiB, {:.0} GB/s (bytes read + written)", base.gbps);
+    }
+    Ok(())
+}
+
+fn bench_cmd(args: &[String]) -> Result<()> {
+    let family_arg = args
+        .first()
+        .ok_or_else(|| Error::Usage(format!("bench needs a family\n{USAGE}")))?;
+    let families: Vec<Family> = match family_arg.as_str() {
+        "all" => Family::ALL.to_vec(),
+        name => vec![Family::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| Error::Usage(format!("unknown family `{name}`\n{USAGE}")))?],
+    };
+    let mut sizes = None;
+    let mut dtypes = vec![DType::F32, DType::F16];
+    let mut modes = L2Mode::ALL.to_vec();
+    let mut timing = TimingConfig::default();
+    let mut out = PathBuf::from("target/rustile-bench");
+    let mut it = args[1..].iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))
+        };
+        let number = |v: String| {
+            v.parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| Error::Usage(format!("{flag} needs a positive number, got `{v}`")))
+        };
+        match flag.as_str() {
+            "--sizes" => sizes = Some(value()?),
+            "--dtype" => {
+                dtypes = match value()?.as_str() {
+                    "f32" => vec![DType::F32],
+                    "f16" => vec![DType::F16],
+                    "all" => vec![DType::F32, DType::F16],
+                    v => return Err(Error::Usage(format!("unknown dtype `{v}`"))),
+                }
+            }
+            "--l2" => {
+                modes = match value()?.as_str() {
+                    "rotate" => vec![L2Mode::Rotate],
+                    "flush" => vec![L2Mode::Flush],
+                    "both" => L2Mode::ALL.to_vec(),
+                    v => return Err(Error::Usage(format!("unknown L2 mode `{v}`"))),
+                }
+            }
+            "--reps" => timing.reps = number(value()?)?,
+            "--warmup" => timing.warmup = value()?.parse().map_err(|_| Error::Usage("--warmup needs a number".into()))?,
+            "--out" => out = PathBuf::from(value()?),
+            other => return Err(Error::Usage(format!("unknown option `{other}`\n{USAGE}"))),
+        }
+    }
+    if sizes.is_some() && families.len() > 1 {
+        return Err(Error::Usage("--sizes needs a single family".into()));
+    }
+    let gpu = Gpu::new(0)?;
+    print_info(&gpu);
+    let mut all = Vec::new();
+    for family in families {
+        let mut sweep = Sweep::default_for(family);
+        if let Some(s) = &sizes {
+            sweep.problems = bench::parse_sizes(family, s)?;
+        }
+        sweep.dtypes = dtypes.clone();
+        sweep.modes = modes.clone();
+        let rows = bench::run(&gpu, &sweep, &timing, seed(), |what| eprint!("\r\x1b[2K{what}"))?;
+        eprintln!();
+        bench::write_results(&rows, &out, family.name())?;
+        println!("\n{}", bench::markdown(&rows));
+        all.extend(rows);
+    }
+    println!("results: {}/<family>.json and .csv", out.display());
+    Ok(())
+}
+
+/// Assembles every flavour with ptxas. `required`: a missing ptxas is an error (the
+/// `ptx-report` command) rather than a note (the CPU-side main job).
+fn ptx_report(required: bool) -> Result<()> {
+    let Some(ptxas) = ptxas::find() else {
+        let msg = "ptxas not found (set RUSTILE_PTXAS, or `pip install \"nvidia-cuda-nvcc==13.0.*\"`): no PTX resource report";
+        return if required { Err(Error::Usage(msg.into())) } else {
+            println!("{msg}");
+            Ok(())
+        };
+    };
+    println!(
+        "\nPTX resource report ({}, {}):\n",
+        ptxas.display(),
+        ptxas::version(&ptxas).unwrap_or_default()
+    );
+    let mut rows = Vec::new();
+    for flavour in Flavour::ALL {
+        for arch in ptxas::archs(flavour) {
+            rows.extend(ptxas::assemble(&ptxas, flavour.text(), arch)?);
+        }
+    }
+    println!("{}", ptxas::markdown(&rows));
+    let spilling: Vec<_> = rows.iter().filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0).collect();
+    if spilling.is_empty() {
+        println!("{} kernel × arch builds, none spills or uses a stack frame", rows.len());
+        Ok(())
+    } else {
+        Err(Error::Usage(format!("{} kernel builds spill or use a stack frame", spilling.len())))
+    }
+}

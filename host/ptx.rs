@@ -1,0 +1,70 @@
+//! The PTX embedded at build time, one text per flavour, and the choice between them.
+
+/// A PTX flavour of `kernels-rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    /// `-C target-cpu=sm_80`, PTX 7.0: any device of compute capability 8.0 or newer.
+    Sm80,
+    /// `-C target-cpu=sm_90a`, PTX 8.0 with Hopper-only features: compute capability 9.0 only.
+    Sm90a,
+}
+
+impl Flavour {
+    /// Both flavours.
+    pub const ALL: [Flavour; 2] = [Flavour::Sm80, Flavour::Sm90a];
+
+    /// Name, as in file names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Flavour::Sm80 => "sm_80",
+            Flavour::Sm90a => "sm_90a",
+        }
+    }
+
+    /// The PTX text.
+    pub const fn text(self) -> &'static str {
+        match self {
+            Flavour::Sm80 => {
+                include_str!(concat!(env!("OUT_DIR"), "/rustile_kernels.sm_80.ptx"))
+            }
+            Flavour::Sm90a => {
+                include_str!(concat!(env!("OUT_DIR"), "/rustile_kernels.sm_90a.ptx"))
+            }
+        }
+    }
+
+    /// The flavour for a compute capability: sm_90a on 9.0 (its arch-specific features run
+    /// nowhere else), sm_80 on every other 8.0+ device; `None` below 8.0.
+    pub const fn for_compute_capability(major: i32, minor: i32) -> Option<Flavour> {
+        match (major, minor) {
+            (9, 0) => Some(Flavour::Sm90a),
+            (m, _) if m >= 8 => Some(Flavour::Sm80),
+            _ => None,
+        }
+    }
+}
+
+/// Where the embedded PTX came from: `"built"` (this build compiled kernels-rs) or
+/// `"committed"` (the nvptx toolchain was missing and `ptx/` was used).
+pub const ORIGIN: &str = env!("RUSTILE_PTX_ORIGIN");
+
+/// Hash of the kernel sources at build time (as recorded in `ptx/SOURCE_HASH` when fresh).
+pub const SOURCE_HASH: &str = env!("RUSTILE_PTX_SOURCE_HASH");
+
+/// Whether `ptx` declares a kernel entry point named `symbol`.
+pub fn has_entry(ptx: &str, symbol: &str) -> bool {
+    ptx.lines().any(|line| {
+        line.trim_start()
+            .strip_prefix(".visible .entry ")
+            .and_then(|rest| rest.strip_prefix(symbol))
+            .is_some_and(|rest| rest.starts_with('('))
+    })
+}
+
+/// Every kernel entry point declared in `ptx`.
+pub fn entries(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .filter_map(|line| line.trim_start().strip_prefix(".visible .entry "))
+        .filter_map(|rest| rest.split('(').next())
+        .collect()
+}

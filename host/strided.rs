@@ -1,0 +1,101 @@
+//! Strided copy family: `dst[i] = src[i · stride]`, `n` output elements.
+
+use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
+use rustile_kernels::registry::KernelInfo;
+use rustile_kernels::strided::v01_gather;
+
+use crate::check::{self, BufArg};
+use crate::elem::DeviceElem;
+use crate::error::{DriverContext, Result};
+use crate::gpu::Gpu;
+
+pub use rustile_kernels::strided::BENCH_STRIDES;
+
+/// A strided gather of `n` elements at `stride`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StridedProblem {
+    /// Output elements.
+    pub n: usize,
+    /// Input stride, elements (≥ 1).
+    pub stride: usize,
+}
+
+impl StridedProblem {
+    /// Shape, as text.
+    pub fn shape(&self) -> String {
+        format!("n={} stride={}", self.n, self.stride)
+    }
+
+    /// Useful bytes: `n` elements read, `n` written (the sectors actually fetched are more; see
+    /// the family docs).
+    pub fn bytes_moved(&self, elem_bytes: usize) -> u64 {
+        2 * self.n as u64 * elem_bytes as u64
+    }
+
+    /// Elements `src` must hold: `(n - 1) · stride + 1`; `None` if that overflows.
+    pub fn src_len(&self) -> Option<usize> {
+        self.n
+            .checked_sub(1)?
+            .checked_mul(self.stride)?
+            .checked_add(1)
+    }
+
+    /// Elements `src` and `dst` must hold (`src` saturates on overflow; `check` reports it).
+    pub fn lens(&self) -> (usize, usize) {
+        (self.src_len().unwrap_or(usize::MAX), self.n)
+    }
+
+    /// Checks the arguments of `kernel` for this problem.
+    pub fn check<T: DeviceElem>(&self, kernel: &KernelInfo, src: BufArg, dst: BufArg) -> Result<()> {
+        check::nonzero(kernel, self.n, "n")?;
+        check::nonzero(kernel, self.stride, "stride")?;
+        let src_len = check::mul(kernel, self.n - 1, self.stride, "source span (n-1)·stride")? + 1;
+        check::mul(kernel, src_len, std::mem::size_of::<T>(), "source bytes")?;
+        let shape = self.shape();
+        check::at_least(kernel, src, src_len, &shape)?;
+        check::at_least(kernel, dst, self.n, &shape)?;
+        check::naturally_aligned::<T>(kernel, &[src, dst])
+    }
+
+    /// CPU reference.
+    pub fn reference<T: Copy>(&self, src: &[T]) -> Vec<T> {
+        (0..self.n).map(|i| src[i * self.stride]).collect()
+    }
+}
+
+/// The variants of this family.
+pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
+    crate::copy::family_variants(rustile_kernels::registry::Family::Strided)
+}
+
+/// The one variant.
+pub const BEST: &KernelInfo = &v01_gather::INFO;
+
+/// Launches `kernel`: `dst[i] = src[i · stride]` for `i < n`. Asynchronous.
+pub fn launch<T: DeviceElem>(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    problem: &StridedProblem,
+    src: &impl DevicePtr<T>,
+    dst: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let stream = gpu.stream();
+    let (src_len, dst_len) = (src.len(), dst.len());
+    let (src_ptr, _src_guard) = src.device_ptr(stream);
+    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
+    problem.check::<T>(
+        kernel,
+        BufArg { name: "src", len: src_len, addr: src_ptr },
+        BufArg { name: "dst", len: dst_len, addr: dst_ptr },
+    )?;
+    let grid = (v01_gather::grid_blocks(problem.n as u64), 1, 1);
+    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, grid)?;
+    let (n, stride) = (problem.n as u64, problem.stride as u64);
+    let mut args = stream.launch_builder(&f);
+    args.arg(&src_ptr).arg(&dst_ptr).arg(&n).arg(&stride);
+    // SAFETY: the kernel is `(src: *const T, dst: *mut T, n: u64, stride: u64)`; `check` proved
+    // src holds (n-1)·stride+1 elements and dst n, naturally aligned, without overflow; the
+    // borrows keep src and dst from aliasing.
+    unsafe { args.launch(cfg) }.during(|| format!("launching strided/{} {}", kernel.name, problem.shape()))?;
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! The validated run of every kernel: fresh random inputs, poisoned outputs, exact comparison
+//! with the CPU reference, at shapes that are not multiples of any tile or vector width.
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
+
+use crate::check;
+use crate::copy::CopyProblem;
+use crate::elem::{random_vec, DeviceElem};
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::problem::Problem;
+use crate::strided::{StridedProblem, BENCH_STRIDES};
+use crate::transpose::TransposeProblem;
+
+/// Shapes every variant of `family` is validated at: tiny, odd, just around tile and vector
+/// multiples, and one large enough to span many waves.
+pub fn validation_problems(family: Family) -> Vec<Problem> {
+    match family {
+        Family::Copy => [1, 3, 7, 8, 9, 255, 1000, 4097, (1 << 20) + 3, 10_000_019]
+            .into_iter()
+            .map(|n| Problem::Copy(CopyProblem { n }))
+            .collect(),
+        Family::Strided => [1usize, 999, 65_537]
+            .into_iter()
+            .flat_map(|n| {
+                BENCH_STRIDES
+                    .into_iter()
+                    .chain([3])
+                    .map(move |s| Problem::Strided(StridedProblem { n, stride: s as usize }))
+            })
+            .collect(),
+        Family::Transpose => [
+            (1, 1),
+            (1, 37),
+            (33, 1),
+            (31, 33),
+            (32, 32),
+            (64, 96),
+            (1000, 999),
+            (1025, 4097),
+            (2049, 4095),
+        ]
+        .into_iter()
+        .map(|(rows, cols)| Problem::Transpose(TransposeProblem { rows, cols }))
+        .collect(),
+    }
+}
+
+/// Runs `kernel` once on `problem` with fresh random input and a poisoned output, and compares
+/// the result with the CPU reference bit for bit.
+pub fn validate<T: DeviceElem>(gpu: &Gpu, kernel: &KernelInfo, problem: &Problem, rng: &mut SmallRng) -> Result<()> {
+    let (src_len, dst_len) = problem.lens();
+    let host_src: Vec<T> = random_vec(src_len, rng);
+    let src = gpu.upload(&host_src, "validation input")?;
+    let mut dst = gpu.alloc::<T>(dst_len, "validation output")?;
+    gpu.fill(&mut dst, T::POISON, "validation output")?;
+    problem.launch(gpu, kernel, &src, &mut dst)?;
+    gpu.synchronize(&check::kernel_name(kernel))?;
+    let got = gpu.download(&dst, "validation output")?;
+    check::exact(&check::kernel_name(kernel), &problem.shape(), &got, &problem.reference(&host_src))
+}
+
+/// One validated case.
+#[derive(Debug, serde::Serialize)]
+pub struct CaseOutcome {
+    /// `family/variant`.
+    pub kernel: String,
+    /// dtype name.
+    pub dtype: &'static str,
+    /// Shape.
+    pub shape: String,
+    /// `None` if correct, else the error.
+    pub error: Option<String>,
+}
+
+/// Validates every variant of every family, for every dtype it is instantiated for, at every
+/// shape of [`validation_problems`]. `progress` is told each case before it runs.
+pub fn validate_all(gpu: &Gpu, seed: u64, mut progress: impl FnMut(usize, usize, &str)) -> Vec<CaseOutcome> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let cases: Vec<(&KernelInfo, DType, Problem)> = KERNELS
+        .iter()
+        .flat_map(|k| {
+            k.symbols.iter().flat_map(move |(dtype, _)| {
+                validation_problems(k.family)
+                    .into_iter()
+                    .map(move |p| (*k, *dtype, p))
+            })
+        })
+        .collect();
+    let total = cases.len();
+    cases
+        .into_iter()
+        .enumerate()
+        .map(|(i, (kernel, dtype, problem))| {
+            let name = check::kernel_name(kernel);
+            progress(i, total, &format!("{name} {} {}", dtype.name(), problem.shape()));
+            let result = match dtype {
+                DType::F32 => validate::<f32>(gpu, kernel, &problem, &mut rng),
+                DType::F16 => validate::<half::f16>(gpu, kernel, &problem, &mut rng),
+            };
+            CaseOutcome {
+                kernel: name,
+                dtype: dtype.name(),
+                shape: problem.shape(),
+                error: result.err().map(|e| e.to_string()),
+            }
+        })
+        .collect()
+}
+
+/// One check the CPU-side suite ran.
+#[derive(Debug)]
+pub struct CpuCheck {
+    /// What was checked.
+    pub what: String,
+    /// `None` if it held, else why not.
+    pub error: Option<String>,
+}
+
+/// The checks that need no GPU: every CPU reference against its float64 naive version at every
+/// validation shape, and every registered kernel present in both PTX flavours with no aligned
+/// `bar.sync` barrier.
+pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    for family in Family::ALL {
+        for problem in validation_problems(family) {
+            let (src_len, _) = problem.lens();
+            let src: Vec<f32> = random_vec(src_len, &mut rng);
+            let wide: Vec<f64> = src.iter().map(|&v| v as f64).collect();
+            let got: Vec<f64> = problem.reference(&src).iter().map(|&v| v as f64).collect();
+            let want = problem.reference_naive_f64(&wide);
+            let error = (got != want).then(|| "CPU reference differs from the float64 naive version".to_string());
+            out.push(CpuCheck {
+                what: format!("reference {} {}", family.name(), problem.shape()),
+                error,
+            });
+        }
+    }
+    for flavour in crate::ptx::Flavour::ALL {
+        let text = flavour.text();
+        for kernel in KERNELS {
+            for (_, symbol) in kernel.symbols {
+                let error = (!crate::ptx::has_entry(text, symbol)).then(|| "missing".to_string());
+                out.push(CpuCheck {
+                    what: format!("{} has `{symbol}`", flavour.name()),
+                    error,
+                });
+            }
+        }
+        let aligned_barriers = text.lines().filter(|l| l.trim_start().starts_with("bar.sync")).count();
+        out.push(CpuCheck {
+            what: format!("{} has no aligned bar.sync", flavour.name()),
+            error: (aligned_barriers > 0).then(|| format!("{aligned_barriers} bar.sync found")),
+        });
+    }
+    out
+}

@@ -1,0 +1,125 @@
+//! Transpose family: `out[c][r] = in[r][c]`, `in` is `rows × cols` row-major.
+
+use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
+use rustile_kernels::registry::KernelInfo;
+use rustile_kernels::transpose::{self as tk, v03_smem_padded};
+
+use crate::check::{self, BufArg};
+use crate::elem::DeviceElem;
+use crate::error::{DriverContext, Error, Result};
+use crate::gpu::Gpu;
+
+/// A transpose of a `rows × cols` matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransposeProblem {
+    /// Input rows.
+    pub rows: usize,
+    /// Input columns.
+    pub cols: usize,
+}
+
+impl TransposeProblem {
+    /// Shape, as text.
+    pub fn shape(&self) -> String {
+        format!("{}x{}", self.rows, self.cols)
+    }
+
+    /// Bytes that must cross DRAM: every element read once and written once.
+    pub fn bytes_moved(&self, elem_bytes: usize) -> u64 {
+        2 * self.rows as u64 * self.cols as u64 * elem_bytes as u64
+    }
+
+    /// Elements `src` and `dst` must hold (saturating; `check` reports overflow).
+    pub fn lens(&self) -> (usize, usize) {
+        let n = self.rows.saturating_mul(self.cols);
+        (n, n)
+    }
+
+    /// Checks the arguments of `kernel` for this problem.
+    pub fn check<T: DeviceElem>(&self, kernel: &KernelInfo, src: BufArg, dst: BufArg) -> Result<()> {
+        check::nonzero(kernel, self.rows, "rows")?;
+        check::nonzero(kernel, self.cols, "cols")?;
+        let n = check::mul(kernel, self.rows, self.cols, "rows · cols")?;
+        check::mul(kernel, n, std::mem::size_of::<T>(), "matrix bytes")?;
+        let too_large = |what: String| Error::TooLarge {
+            kernel: check::kernel_name(kernel),
+            what,
+        };
+        // Indices are u32 row/column numbers in the kernel (linear offsets are 64-bit), and
+        // TILE · (grid x or y) must fit in u32.
+        let max_dim = u32::MAX as usize - tk::TILE as usize;
+        if self.rows > max_dim || self.cols > max_dim {
+            return Err(too_large(format!(
+                "{} exceeds the kernel's 32-bit row/column index (max {max_dim})",
+                self.shape()
+            )));
+        }
+        let tiles_y = self.rows.div_ceil(tk::TILE as usize);
+        if tiles_y > tk::MAX_GRID_Y as usize {
+            return Err(too_large(format!(
+                "{} rows need {tiles_y} tile rows; the grid's y dimension holds {}",
+                self.rows,
+                tk::MAX_GRID_Y
+            )));
+        }
+        let shape = self.shape();
+        check::at_least(kernel, src, n, &shape)?;
+        check::at_least(kernel, dst, n, &shape)?;
+        check::naturally_aligned::<T>(kernel, &[src, dst])
+    }
+
+    /// CPU reference (blocked, so large shapes stay quick).
+    pub fn reference<T: Copy + Default>(&self, src: &[T]) -> Vec<T> {
+        let (rows, cols) = (self.rows, self.cols);
+        let mut out = vec![T::default(); rows * cols];
+        const B: usize = 64;
+        for r0 in (0..rows).step_by(B) {
+            for c0 in (0..cols).step_by(B) {
+                for r in r0..(r0 + B).min(rows) {
+                    for c in c0..(c0 + B).min(cols) {
+                        out[c * rows + r] = src[r * cols + c];
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The variants of this family.
+pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
+    crate::copy::family_variants(rustile_kernels::registry::Family::Transpose)
+}
+
+/// The variant the dispatcher uses (fastest measured on the H200, `bench-results/`).
+pub const BEST: &KernelInfo = &v03_smem_padded::INFO;
+
+/// Launches `kernel`: `dst = srcᵀ`. Asynchronous.
+pub fn launch<T: DeviceElem>(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    problem: &TransposeProblem,
+    src: &impl DevicePtr<T>,
+    dst: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let stream = gpu.stream();
+    let (src_len, dst_len) = (src.len(), dst.len());
+    let (src_ptr, _src_guard) = src.device_ptr(stream);
+    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
+    problem.check::<T>(
+        kernel,
+        BufArg { name: "src", len: src_len, addr: src_ptr },
+        BufArg { name: "dst", len: dst_len, addr: dst_ptr },
+    )?;
+    let (gx, gy, gz) = tk::grid(problem.rows as u32, problem.cols as u32);
+    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, (gx as u64, gy as u64, gz as u64))?;
+    let (rows, cols) = (problem.rows as u32, problem.cols as u32);
+    let mut args = stream.launch_builder(&f);
+    args.arg(&src_ptr).arg(&dst_ptr).arg(&rows).arg(&cols);
+    // SAFETY: the kernel is `(src: *const T, dst: *mut T, rows: u32, cols: u32)`; `check`
+    // proved both buffers hold rows·cols elements, rows/cols fit the kernel's u32 indices and the
+    // grid; the kernel masks every element outside rows × cols; `prepare` set the shared bytes
+    // the variant's tile needs; the borrows keep src and dst from aliasing.
+    unsafe { args.launch(cfg) }.during(|| format!("launching transpose/{} {}", kernel.name, problem.shape()))?;
+    Ok(())
+}

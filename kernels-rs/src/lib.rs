@@ -1,0 +1,33 @@
+//! rustile's device kernels, written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda`
+//! backend.
+//!
+//! The crate builds for two targets:
+//! - **nvptx64**: every `extern "ptx-kernel"` item, the [`gpu`] primitive layer and all inline PTX
+//!   exist only here (`cfg(target_arch = "nvptx64")`);
+//! - **the host**: only the constants and launch descriptions (tile sizes, block shapes, shared
+//!   bytes, kernel symbols), so the host launches each kernel with the very numbers it was
+//!   compiled with.
+//!
+//! A family is a folder and a variant is a file: `copy/v02_vec16.rs` is one kernel, its constants
+//! and a doc comment with its technique and the bound it should approach.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
+
+pub mod copy;
+pub mod gpu;
+pub mod registry;
+pub mod strided;
+pub mod transpose;
+
+pub use registry::{DType, Family, KernelInfo, KERNELS};
+
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // Built with `-Cpanic=immediate-abort`, so this is reached only if a panic path survives
+    // optimisation; `trap` aborts the kernel with a launch error the host reports.
+    gpu::trap()
+}

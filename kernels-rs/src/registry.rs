@@ -1,0 +1,162 @@
+//! One table of every kernel variant: the host's launchers, tests, benches and CLI all read it.
+
+/// Element types the kernels are instantiated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16 (moved by bit pattern as `u16` on the device).
+    F16,
+}
+
+impl DType {
+    /// Size of one element in bytes.
+    pub const fn bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+        }
+    }
+
+    /// Lower-case name, as used in kernel symbols (`copy_scalar_f32`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+        }
+    }
+}
+
+/// The device type each [`DType`] is moved as, named like the `DType` variant (for
+/// [`ptx_kernels!`](crate::ptx_kernels)).
+pub mod elem {
+    /// `DType::F32` on the device.
+    pub type F32 = f32;
+    /// `DType::F16` on the device: the bit pattern.
+    pub type F16 = u16;
+}
+
+/// Kernel families.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Contiguous copy.
+    Copy,
+    /// Copy that reads with a stride.
+    Strided,
+    /// Matrix transpose.
+    Transpose,
+}
+
+impl Family {
+    /// Every family, in report order.
+    pub const ALL: [Family; 3] = [Family::Copy, Family::Strided, Family::Transpose];
+
+    /// Lower-case name (`copy`, `strided`, `transpose`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Copy => "copy",
+            Family::Strided => "strided",
+            Family::Transpose => "transpose",
+        }
+    }
+}
+
+/// One kernel variant: a file of a family folder, instantiated for one or more dtypes.
+#[derive(Debug)]
+pub struct KernelInfo {
+    /// The family the variant belongs to.
+    pub family: Family,
+    /// Short variant name, unique within its family (`vec16`).
+    pub name: &'static str,
+    /// Threads per block `(x, y, z)`.
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, bytes, for a 4-byte element; scale by
+    /// [`KernelInfo::shared_bytes`] for others.
+    pub shared_bytes_f32: usize,
+    /// Dynamic shared memory per block for 2-byte elements.
+    pub shared_bytes_f16: usize,
+    /// PTX symbol per dtype.
+    pub symbols: &'static [(DType, &'static str)],
+    /// One line: the technique.
+    pub about: &'static str,
+}
+
+impl KernelInfo {
+    /// The PTX symbol of this variant for `dtype`, if it is instantiated for it.
+    pub fn symbol(&self, dtype: DType) -> Option<&'static str> {
+        self.symbols
+            .iter()
+            .find(|(d, _)| *d == dtype)
+            .map(|(_, s)| *s)
+    }
+
+    /// Dynamic shared memory per block for `dtype`.
+    pub fn shared_bytes(&self, dtype: DType) -> usize {
+        match dtype {
+            DType::F32 => self.shared_bytes_f32,
+            DType::F16 => self.shared_bytes_f16,
+        }
+    }
+
+    /// `family/name`, e.g. `transpose/smem_padded`.
+    pub fn id(&self) -> (&'static str, &'static str) {
+        (self.family.name(), self.name)
+    }
+}
+
+/// Every kernel variant of every family.
+pub const KERNELS: &[&KernelInfo] = &[
+    &crate::copy::v01_scalar::INFO,
+    &crate::copy::v02_vec16::INFO,
+    &crate::copy::v03_grid_stride::INFO,
+    &crate::strided::v01_gather::INFO,
+    &crate::transpose::v01_naive::INFO,
+    &crate::transpose::v02_smem::INFO,
+    &crate::transpose::v03_smem_padded::INFO,
+    &crate::transpose::v04_smem_swizzled::INFO,
+];
+
+/// Looks a variant up by family and name.
+pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {
+    KERNELS
+        .iter()
+        .copied()
+        .find(|k| k.family == family && k.name == name)
+}
+
+/// Emits one `extern "ptx-kernel"` entry point per dtype for a generic kernel body, and the
+/// `SYMBOLS` table the host reads. Inside the argument list, `T` is the element type.
+///
+/// ```ignore
+/// ptx_kernels! {
+///     fn copy_scalar(src: *const T, dst: *mut T, n: u64);
+///     F32 => copy_scalar_f32, F16 => copy_scalar_f16
+/// }
+/// ```
+#[macro_export]
+macro_rules! ptx_kernels {
+    (fn $body:ident $params:tt; $($dt:ident => $sym:ident),+ $(,)?) => {
+        /// PTX symbol of each instantiation.
+        pub const SYMBOLS: &[($crate::registry::DType, &str)] =
+            &[$(($crate::registry::DType::$dt, stringify!($sym))),+];
+        $( $crate::ptx_kernels!(@entry $body $params $dt $sym); )+
+    };
+    (@entry $body:ident ($($arg:ident: $ty:ty),* $(,)?) $dt:ident $sym:ident) => {
+        #[cfg(target_arch = "nvptx64")]
+        #[allow(non_snake_case)]
+        mod $sym {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type T = $crate::registry::elem::$dt;
+            /// Entry point; see the generic body for the contract.
+            ///
+            /// # Safety
+            /// The host launcher checks shapes and buffer lengths before launching.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $sym($($arg: $ty),*) {
+                super::$body::<T>($($arg),*)
+            }
+        }
+    };
+}

@@ -1,0 +1,39 @@
+//! Strided gather: thread `i` reads `src[i · stride]` and writes `dst[i]`.
+//!
+//! Stores stay coalesced; loads are coalesced only at `stride = 1`. Bound: see the family docs.
+
+use super::BLOCK_THREADS;
+use crate::registry::{Family, KernelInfo};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{self, Elem};
+
+/// Registry entry.
+pub const INFO: KernelInfo = KernelInfo {
+    family: Family::Strided,
+    name: "gather",
+    block: (BLOCK_THREADS, 1, 1),
+    shared_bytes_f32: 0,
+    shared_bytes_f16: 0,
+    symbols: SYMBOLS,
+    about: "dst[i] = src[i*stride], coalesced stores",
+};
+
+/// Grid size (blocks) for `n` output elements.
+pub const fn grid_blocks(n: u64) -> u64 {
+    n.div_ceil(BLOCK_THREADS as u64)
+}
+
+/// `dst[i] = src[i · stride]` for `i < n`; `src` holds at least `(n - 1) · stride + 1` elements.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn strided_gather<T: Elem>(src: *const T, dst: *mut T, n: u64, stride: u64) {
+    let i = gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64;
+    if i < n {
+        T::st_global(dst.add(i as usize), T::ld_global_nc(src.add((i * stride) as usize)));
+    }
+}
+
+crate::ptx_kernels! {
+    fn strided_gather(src: *const T, dst: *mut T, n: u64, stride: u64);
+    F32 => strided_gather_f32, F16 => strided_gather_f16
+}

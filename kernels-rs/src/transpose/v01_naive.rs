@@ -1,0 +1,44 @@
+//! Naive transpose: each thread reads `in[r][c]` and writes `out[c][r]` directly.
+//!
+//! Reads are coalesced; writes are not: the 32 threads of a warp write 32 different rows of
+//! `out`, one 32-byte sector each for 4 useful bytes (12.5 % store efficiency for f32). Bound:
+//! far under copy; the write side is paid ~8× in sectors, though L2 merges some of it.
+
+use super::BLOCK;
+#[cfg(target_arch = "nvptx64")]
+use super::{BLOCK_ROWS, TILE};
+use crate::registry::{Family, KernelInfo};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{self, Elem};
+
+/// Registry entry.
+pub const INFO: KernelInfo = KernelInfo {
+    family: Family::Transpose,
+    name: "naive",
+    block: BLOCK,
+    shared_bytes_f32: 0,
+    shared_bytes_f16: 0,
+    symbols: SYMBOLS,
+    about: "coalesced reads, strided writes",
+};
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn transpose_naive<T: Elem>(src: *const T, dst: *mut T, rows: u32, cols: u32) {
+    let col = gpu::block_idx_x() * TILE + gpu::thread_idx_x();
+    let row0 = gpu::block_idx_y() * TILE + gpu::thread_idx_y();
+    let mut j = 0;
+    while j < TILE {
+        let row = row0 + j;
+        if row < rows && col < cols {
+            let v = T::ld_global_nc(src.add(row as usize * cols as usize + col as usize));
+            T::st_global(dst.add(col as usize * rows as usize + row as usize), v);
+        }
+        j += BLOCK_ROWS;
+    }
+}
+
+crate::ptx_kernels! {
+    fn transpose_naive(src: *const T, dst: *mut T, rows: u32, cols: u32);
+    F32 => transpose_naive_f32, F16 => transpose_naive_f16
+}

@@ -1,0 +1,47 @@
+//! Tiled transpose, XOR-swizzled tile: logical `(r, c)` is stored at column `c ^ r`.
+//!
+//! Row writes (`r` fixed, `c` = lane) land on columns `lane ^ r`, a permutation of the 32 banks;
+//! column reads (`c` fixed, `r` = lane) land on banks `c ^ lane`, again a permutation. No
+//! conflict for f32 and no padding: the tile stays 4 KiB, a power of two, the layout the
+//! tensor-core paths will need (ldmatrix/wgmma swizzles are the same idea on 16-byte chunks).
+//! Bound: DRAM, like a copy.
+
+use super::{TileLayout, BLOCK, TILE};
+use crate::registry::{Family, KernelInfo};
+
+/// Column XOR row.
+pub struct Swizzled;
+impl TileLayout for Swizzled {
+    const PITCH: u32 = TILE;
+    #[inline(always)]
+    fn col(row: u32, col: u32) -> u32 {
+        col ^ (row % TILE)
+    }
+}
+
+/// Registry entry.
+pub const INFO: KernelInfo = KernelInfo {
+    family: Family::Transpose,
+    name: "smem_swizzled",
+    block: BLOCK,
+    shared_bytes_f32: super::tile_bytes(<Swizzled as TileLayout>::PITCH, 4),
+    shared_bytes_f16: super::tile_bytes(<Swizzled as TileLayout>::PITCH, 2),
+    symbols: SYMBOLS,
+    about: "32x32 shared tile, column XOR row swizzle: conflict-free without padding",
+};
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn transpose_smem_swizzled<T: crate::gpu::Elem>(
+    src: *const T,
+    dst: *mut T,
+    rows: u32,
+    cols: u32,
+) {
+    super::transpose_tiled::<T, Swizzled>(src, dst, rows, cols)
+}
+
+crate::ptx_kernels! {
+    fn transpose_smem_swizzled(src: *const T, dst: *mut T, rows: u32, cols: u32);
+    F32 => transpose_smem_swizzled_f32, F16 => transpose_smem_swizzled_f16
+}

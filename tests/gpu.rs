@@ -1,0 +1,134 @@
+//! GPU tests: every kernel validated on the device at odd sizes, and every bad input that needs
+//! a device to express (views at odd addresses, out of memory, missing kernels).
+//!
+//! Each test is `#[ignore = "needs a GPU"]`: `cargo test` on a machine without one reports them
+//! as ignored, never as passed. On a GPU machine: `cargo test --test gpu -- --ignored`, or the
+//! staged `.gpu/run.sh tests`.
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rustile::copy::CopyProblem;
+use rustile::strided::StridedProblem;
+use rustile::transpose::TransposeProblem;
+use rustile::{copy, strided, suite, transpose, Error, Gpu, Problem};
+
+fn gpu() -> Gpu {
+    Gpu::new(0).expect("these tests need a GPU")
+}
+
+fn fresh_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn every_kernel_matches_its_reference_at_odd_shapes() {
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let outcomes = suite::validate_all(&gpu, seed, |_, _, _| {});
+    let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    println!("{} kernel × dtype × shape cases ran (seed {seed})", outcomes.len());
+    assert!(outcomes.len() >= 200, "too few cases: {}", outcomes.len());
+    assert!(failed.is_empty(), "failures (seed {seed}): {failed:#?}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn headline_transpose_shapes_are_exact() {
+    let gpu = gpu();
+    let mut rng = SmallRng::seed_from_u64(fresh_seed());
+    for (rows, cols) in [(8192, 8192), (8191, 8193)] {
+        let p = Problem::Transpose(TransposeProblem { rows, cols });
+        for k in transpose::variants() {
+            suite::validate::<f32>(&gpu, k, &p, &mut rng).unwrap();
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn short_and_misaligned_buffers_are_typed_errors() {
+    let gpu = gpu();
+    let src = gpu.alloc::<f32>(1024, "src").unwrap();
+    let mut dst = gpu.alloc::<f32>(1000, "dst").unwrap();
+    let p = CopyProblem { n: 1024 };
+    let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut dst).unwrap_err();
+    assert!(
+        matches!(e, Error::BufferLength { buffer: "dst", got: 1000, need: 1024, .. }),
+        "{e}"
+    );
+    // A view starting one f32 in is 4-byte aligned but not 16-byte aligned: the vector copies
+    // refuse it, the scalar copy takes it.
+    let mut big = gpu.alloc::<f32>(1025, "dst").unwrap();
+    let mut view = big.slice_mut(1..);
+    let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut view).unwrap_err();
+    assert!(matches!(e, Error::Misaligned { buffer: "dst", align: 16, .. }), "{e}");
+    let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
+    copy::launch(&gpu, scalar, &p, &src, &mut view).unwrap();
+    gpu.synchronize("scalar copy into a view").unwrap();
+
+    let e = strided::launch(
+        &gpu,
+        strided::BEST,
+        &StridedProblem { n: 100, stride: 32 },
+        &src,
+        &mut dst,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::BufferLength { buffer: "src", need: 3169, .. }), "{e}");
+
+    let e = transpose::launch(
+        &gpu,
+        transpose::BEST,
+        &TransposeProblem { rows: 0, cols: 5 },
+        &src,
+        &mut dst,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::ZeroSize { what: "rows", .. }), "{e}");
+    let e = transpose::launch(
+        &gpu,
+        transpose::BEST,
+        &TransposeProblem { rows: 1 << 40, cols: 1 << 40 },
+        &src,
+        &mut dst,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn out_of_memory_is_a_typed_error() {
+    let gpu = gpu();
+    let too_much = gpu.info().total_mem_bytes * 2;
+    let e = gpu.alloc::<u8>(too_much, "a buffer twice the device").unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_kernel_missing_from_the_ptx_is_a_typed_error() {
+    // A module holding only copy_scalar_f32: asking for any other kernel must say which.
+    let full = rustile::ptx::Flavour::Sm80.text();
+    let start = full.find(".visible .entry copy_scalar_f32(").unwrap();
+    let end = start + full[start..].find("\n}\n").unwrap() + 3;
+    let header_end = full.find(".visible .entry").unwrap();
+    let only_scalar: &'static str =
+        Box::leak(format!("{}{}", &full[..header_end], &full[start..end]).into_boxed_str());
+    let gpu = Gpu::with_ptx(0, only_scalar).unwrap();
+    let src = gpu.alloc::<f32>(64, "src").unwrap();
+    let mut dst = gpu.alloc::<f32>(64, "dst").unwrap();
+    let p = CopyProblem { n: 64 };
+    let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut dst).unwrap_err();
+    assert!(
+        matches!(&e, Error::MissingKernel { symbol, .. } if symbol == "copy_grid_stride_f32"),
+        "{e}"
+    );
+    let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
+    copy::launch(&gpu, scalar, &p, &src, &mut dst).unwrap();
+    gpu.synchronize("copy_scalar_f32 from a reduced module").unwrap();
+}
