@@ -2,7 +2,7 @@
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
 use rustile_kernels::registry::KernelInfo;
-use rustile_kernels::transpose::{self as tk, v03_smem_padded};
+use rustile_kernels::transpose::{self as tk, v05_tile64};
 
 use crate::check::{self, BufArg};
 use crate::elem::DeviceElem;
@@ -46,15 +46,16 @@ impl TransposeProblem {
             what,
         };
         // Indices are u32 row/column numbers in the kernel (linear offsets are 64-bit), and
-        // TILE · (grid x or y) must fit in u32.
-        let max_dim = u32::MAX as usize - tk::TILE as usize;
+        // tile · (grid x or y) must fit in u32.
+        let (tile_rows, tile_cols) = (kernel.tile.0 as usize, kernel.tile.1 as usize);
+        let max_dim = u32::MAX as usize - tile_rows.max(tile_cols);
         if self.rows > max_dim || self.cols > max_dim {
             return Err(too_large(format!(
                 "{} exceeds the kernel's 32-bit row/column index (max {max_dim})",
                 self.shape()
             )));
         }
-        let tiles_y = self.rows.div_ceil(tk::TILE as usize);
+        let tiles_y = self.rows.div_ceil(tile_rows);
         if tiles_y > tk::MAX_GRID_Y as usize {
             return Err(too_large(format!(
                 "{} rows need {tiles_y} tile rows; the grid's y dimension holds {}",
@@ -92,7 +93,7 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 }
 
 /// The variant the dispatcher uses (fastest measured on the H200, `bench-results/`).
-pub const BEST: &KernelInfo = &v03_smem_padded::INFO;
+pub const BEST: &KernelInfo = &v05_tile64::INFO;
 
 /// Launches `kernel`: `dst = srcᵀ`. Asynchronous.
 pub fn launch<T: DeviceElem>(
@@ -111,7 +112,7 @@ pub fn launch<T: DeviceElem>(
         BufArg { name: "src", len: src_len, addr: src_ptr },
         BufArg { name: "dst", len: dst_len, addr: dst_ptr },
     )?;
-    let (gx, gy, gz) = tk::grid(problem.rows as u32, problem.cols as u32);
+    let (gx, gy, gz) = tk::grid(problem.rows as u32, problem.cols as u32, kernel.tile);
     let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, (gx as u64, gy as u64, gz as u64))?;
     let (rows, cols) = (problem.rows as u32, problem.cols as u32);
     let mut args = stream.launch_builder(&f);

@@ -70,6 +70,9 @@ pub struct KernelInfo {
     pub name: &'static str,
     /// Threads per block `(x, y, z)`.
     pub block: (u32, u32, u32),
+    /// Input elements each block covers, `(rows, cols)`; `(0, 0)` for 1-D families, whose grid
+    /// the family computes from its own constants.
+    pub tile: (u32, u32),
     /// Dynamic shared memory per block, bytes, for a 4-byte element; scale by
     /// [`KernelInfo::shared_bytes`] for others.
     pub shared_bytes_f32: usize,
@@ -114,6 +117,7 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::transpose::v02_smem::INFO,
     &crate::transpose::v03_smem_padded::INFO,
     &crate::transpose::v04_smem_swizzled::INFO,
+    &crate::transpose::v05_tile64::INFO,
 ];
 
 /// Looks a variant up by family and name.

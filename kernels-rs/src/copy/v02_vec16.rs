@@ -16,6 +16,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Copy,
     name: "vec16",
     block: (BLOCK_THREADS, 1, 1),
+    tile: (0, 0),
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,

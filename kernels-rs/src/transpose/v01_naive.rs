@@ -2,20 +2,24 @@
 //!
 //! Reads are coalesced; writes are not: the 32 threads of a warp write 32 different rows of
 //! `out`, one 32-byte sector each for 4 useful bytes (12.5 % store efficiency for f32). Bound:
-//! far under copy; the write side is paid ~8× in sectors, though L2 merges some of it.
+//! far under copy; the write side is paid ~8× in sectors.
 
 use super::BLOCK;
 #[cfg(target_arch = "nvptx64")]
-use super::{BLOCK_ROWS, TILE};
+use super::BLOCK_ROWS;
 use crate::registry::{Family, KernelInfo};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
+
+/// Input tile a block covers, `(rows, cols)`.
+pub const TILE: (u32, u32) = (32, 32);
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "naive",
     block: BLOCK,
+    tile: TILE,
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
@@ -25,10 +29,10 @@ pub const INFO: KernelInfo = KernelInfo {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_naive<T: Elem>(src: *const T, dst: *mut T, rows: u32, cols: u32) {
-    let col = gpu::block_idx_x() * TILE + gpu::thread_idx_x();
-    let row0 = gpu::block_idx_y() * TILE + gpu::thread_idx_y();
+    let col = gpu::block_idx_x() * TILE.1 + gpu::thread_idx_x();
+    let row0 = gpu::block_idx_y() * TILE.0 + gpu::thread_idx_y();
     let mut j = 0;
-    while j < TILE {
+    while j < TILE.0 {
         let row = row0 + j;
         if row < rows && col < cols {
             let v = T::ld_global_nc(src.add(row as usize * cols as usize + col as usize));

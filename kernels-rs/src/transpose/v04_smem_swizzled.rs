@@ -1,4 +1,4 @@
-//! Tiled transpose, XOR-swizzled tile: logical `(r, c)` is stored at column `c ^ r`.
+//! Tiled transpose, XOR-swizzled 32 × 32 tile: logical `(r, c)` is stored at column `c ^ r`.
 //!
 //! Row writes (`r` fixed, `c` = lane) land on columns `lane ^ r`, a permutation of the 32 banks;
 //! column reads (`c` fixed, `r` = lane) land on banks `c ^ lane`, again a permutation. No
@@ -6,16 +6,22 @@
 //! tensor-core paths will need (ldmatrix/wgmma swizzles are the same idea on 16-byte chunks).
 //! Bound: DRAM, like a copy.
 
-use super::{TileLayout, BLOCK, TILE};
+use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo};
 
-/// Column XOR row.
+/// Input tile a block covers, `(rows, cols)`.
+pub const TILE: (u32, u32) = (32, 32);
+
+/// Column XOR row (for tiles 32 wide).
 pub struct Swizzled;
 impl TileLayout for Swizzled {
-    const PITCH: u32 = TILE;
+    #[inline(always)]
+    fn pitch(cols: u32) -> u32 {
+        cols
+    }
     #[inline(always)]
     fn col(row: u32, col: u32) -> u32 {
-        col ^ (row % TILE)
+        col ^ (row % 32)
     }
 }
 
@@ -24,21 +30,22 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "smem_swizzled",
     block: BLOCK,
-    shared_bytes_f32: super::tile_bytes(<Swizzled as TileLayout>::PITCH, 4),
-    shared_bytes_f16: super::tile_bytes(<Swizzled as TileLayout>::PITCH, 2),
+    tile: TILE,
+    shared_bytes_f32: tile_bytes(TILE.0, TILE.1, 4),
+    shared_bytes_f16: tile_bytes(TILE.0, TILE.1, 2),
     symbols: SYMBOLS,
     about: "32x32 shared tile, column XOR row swizzle: conflict-free without padding",
 };
 
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn transpose_smem_swizzled<T: crate::gpu::Elem>(
+unsafe fn transpose_smem_swizzled<T: crate::gpu::Elem + Default>(
     src: *const T,
     dst: *mut T,
     rows: u32,
     cols: u32,
 ) {
-    super::transpose_tiled::<T, Swizzled>(src, dst, rows, cols)
+    super::transpose_tiled::<T, Swizzled, { TILE.0 }, { TILE.1 }, 4>(src, dst, rows, cols)
 }
 
 crate::ptx_kernels! {
