@@ -1,8 +1,8 @@
 //! Transpose family: `out[c][r] = in[r][c]`, `in` is `rows × cols` row-major.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
-use rustile_kernels::registry::KernelInfo;
-use rustile_kernels::transpose::{self as tk, v05_tile64};
+use rustile_kernels::registry::{KernelInfo, Launch};
+use rustile_kernels::transpose::{self as tk, v05_grouped, v06_sector_aligned};
 
 use crate::check::{self, BufArg};
 use crate::elem::DeviceElem;
@@ -47,19 +47,23 @@ impl TransposeProblem {
         };
         // Indices are u32 row/column numbers in the kernel (linear offsets are 64-bit), and
         // tile · (grid x or y) must fit in u32.
-        let (tile_rows, tile_cols) = (kernel.tile.0 as usize, kernel.tile.1 as usize);
-        let max_dim = u32::MAX as usize - tile_rows.max(tile_cols);
+        let Launch::Tiles { tile, halo_rows, .. } = kernel.launch else {
+            return Err(Error::Usage(format!("{} is not a tiled kernel", check::kernel_name(kernel))));
+        };
+        let (tile_rows, tile_cols) = (tile.0 as usize, tile.1 as usize);
+        let max_dim = u32::MAX as usize - tile_rows.max(tile_cols) - halo_rows as usize;
         if self.rows > max_dim || self.cols > max_dim {
             return Err(too_large(format!(
                 "{} exceeds the kernel's 32-bit row/column index (max {max_dim})",
                 self.shape()
             )));
         }
-        let tiles_y = self.rows.div_ceil(tile_rows);
-        if tiles_y > tk::MAX_GRID_Y as usize {
+        let (gx, gy, _) = self.grid(kernel);
+        if gy > tk::MAX_GRID_Y as u64 || gx > i32::MAX as u64 {
             return Err(too_large(format!(
-                "{} rows need {tiles_y} tile rows; the grid's y dimension holds {}",
-                self.rows,
+                "{} needs a grid of {gx} × {gy} blocks; the device takes up to {} × {}",
+                self.shape(),
+                i32::MAX,
                 tk::MAX_GRID_Y
             )));
         }
@@ -67,6 +71,14 @@ impl TransposeProblem {
         check::at_least(kernel, src, n, &shape)?;
         check::at_least(kernel, dst, n, &shape)?;
         check::naturally_aligned::<T>(kernel, &[src, dst])
+    }
+
+    /// Grid for `kernel` (zero for a kernel that is not tiled).
+    pub fn grid(&self, kernel: &KernelInfo) -> (u64, u64, u64) {
+        kernel
+            .launch
+            .tile_grid(self.rows as u64, self.cols as u64)
+            .unwrap_or((0, 0, 0))
     }
 
     /// CPU reference (blocked, so large shapes stay quick).
@@ -92,8 +104,19 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
     crate::copy::family_variants(rustile_kernels::registry::Family::Transpose)
 }
 
-/// The variant the dispatcher uses (fastest measured on the H200, `bench-results/`).
-pub const BEST: &KernelInfo = &v05_tile64::INFO;
+/// The variant the dispatcher uses for `problem` with `elem_bytes`-byte elements: when the
+/// output's row pitch (`rows` elements) is a whole number of 32-byte sectors the banded
+/// padded tile, else the sector-aligned one (measured on the H200, `bench-results/`).
+pub fn best(problem: &TransposeProblem, elem_bytes: usize) -> &'static KernelInfo {
+    if (problem.rows * elem_bytes) % 32 == 0 {
+        &v05_grouped::INFO
+    } else {
+        &v06_sector_aligned::INFO
+    }
+}
+
+/// The variant for sector-aligned shapes.
+pub const BEST: &KernelInfo = &v05_grouped::INFO;
 
 /// Launches `kernel`: `dst = srcᵀ`. Asynchronous.
 pub fn launch<T: DeviceElem>(
@@ -112,8 +135,7 @@ pub fn launch<T: DeviceElem>(
         BufArg { name: "src", len: src_len, addr: src_ptr },
         BufArg { name: "dst", len: dst_len, addr: dst_ptr },
     )?;
-    let (gx, gy, gz) = tk::grid(problem.rows as u32, problem.cols as u32, kernel.tile);
-    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, (gx as u64, gy as u64, gz as u64))?;
+    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, problem.grid(kernel))?;
     let (rows, cols) = (problem.rows as u32, problem.cols as u32);
     let mut args = stream.launch_builder(&f);
     args.arg(&src_ptr).arg(&dst_ptr).arg(&rows).arg(&cols);

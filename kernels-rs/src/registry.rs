@@ -61,6 +61,38 @@ impl Family {
     }
 }
 
+/// How a variant's grid is shaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// 1-D grid over elements; the family computes its size from its own constants.
+    Linear,
+    /// Blocks over tiles of a `rows × cols` matrix.
+    Tiles {
+        /// Input elements each block covers, `(rows, cols)`.
+        tile: (u32, u32),
+        /// 0: a 2-D grid `(⌈cols/tile.1⌉, ⌈rows_ext/tile.0⌉)`. `G > 0`: a 1-D grid of the same
+        /// number of blocks, walked down `G` tile rows before moving one tile column right.
+        group: u32,
+        /// Extra rows the grid must cover: `rows_ext = rows + halo_rows`.
+        halo_rows: u32,
+    },
+}
+
+impl Launch {
+    /// Grid `(x, y, z)` for a `rows × cols` matrix (tiled launches only; `Linear` gives
+    /// `None`).
+    pub const fn tile_grid(self, rows: u64, cols: u64) -> Option<(u64, u64, u64)> {
+        match self {
+            Launch::Linear => None,
+            Launch::Tiles { tile, group, halo_rows } => {
+                let nx = cols.div_ceil(tile.1 as u64);
+                let ny = (rows + halo_rows as u64).div_ceil(tile.0 as u64);
+                Some(if group == 0 { (nx, ny, 1) } else { (nx * ny, 1, 1) })
+            }
+        }
+    }
+}
+
 /// One kernel variant: a file of a family folder, instantiated for one or more dtypes.
 #[derive(Debug)]
 pub struct KernelInfo {
@@ -70,9 +102,8 @@ pub struct KernelInfo {
     pub name: &'static str,
     /// Threads per block `(x, y, z)`.
     pub block: (u32, u32, u32),
-    /// Input elements each block covers, `(rows, cols)`; `(0, 0)` for 1-D families, whose grid
-    /// the family computes from its own constants.
-    pub tile: (u32, u32),
+    /// How blocks map onto the problem.
+    pub launch: Launch,
     /// Dynamic shared memory per block, bytes, for a 4-byte element; scale by
     /// [`KernelInfo::shared_bytes`] for others.
     pub shared_bytes_f32: usize,
@@ -117,7 +148,10 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::transpose::v02_smem::INFO,
     &crate::transpose::v03_smem_padded::INFO,
     &crate::transpose::v04_smem_swizzled::INFO,
-    &crate::transpose::v05_tile64::INFO,
+    &crate::transpose::v05_grouped::INFO,
+    &crate::transpose::v06_sector_aligned::INFO,
+    &crate::transpose::v05_grouped::experiments::INFO_G8,
+    &crate::transpose::v05_grouped::experiments::INFO_G32,
 ];
 
 /// Looks a variant up by family and name.

@@ -6,7 +6,7 @@
 //! SM: expect well under the copy ceiling for f16, closer for f32.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo};
+use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
 
@@ -15,7 +15,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Copy,
     name: "scalar",
     block: (BLOCK_THREADS, 1, 1),
-    tile: (0, 0),
+    launch: Launch::Linear,
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,

@@ -7,7 +7,7 @@
 //! Bound: DRAM bandwidth, ≈ `cuMemcpyDtoD`.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo};
+use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem, Vec16};
 
@@ -16,7 +16,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Copy,
     name: "vec16",
     block: (BLOCK_THREADS, 1, 1),
-    tile: (0, 0),
+    launch: Launch::Linear,
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,

@@ -3,7 +3,7 @@
 //! Stores stay coalesced; loads are coalesced only at `stride = 1`. Bound: see the family docs.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo};
+use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
 
@@ -12,7 +12,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Strided,
     name: "gather",
     block: (BLOCK_THREADS, 1, 1),
-    tile: (0, 0),
+    launch: Launch::Linear,
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,

@@ -7,7 +7,7 @@
 use super::BLOCK;
 #[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
-use crate::registry::{Family, KernelInfo};
+use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
 
@@ -19,7 +19,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "naive",
     block: BLOCK,
-    tile: TILE,
+    launch: Launch::Tiles { tile: TILE, group: 0, halo_rows: 0 },
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,

@@ -5,7 +5,7 @@
 //! price of 128 bytes of shared memory per tile. Bound: DRAM, like a copy.
 
 use super::{tile_bytes, TileLayout, BLOCK};
-use crate::registry::{Family, KernelInfo};
+use crate::registry::{Family, KernelInfo, Launch};
 
 /// Input tile a block covers, `(rows, cols)`.
 pub const TILE: (u32, u32) = (32, 32);
@@ -28,7 +28,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "smem_padded",
     block: BLOCK,
-    tile: TILE,
+    launch: Launch::Tiles { tile: TILE, group: 0, halo_rows: 0 },
     shared_bytes_f32: tile_bytes(TILE.0, TILE.1 + 1, 4),
     shared_bytes_f16: tile_bytes(TILE.0, TILE.1 + 1, 2),
     symbols: SYMBOLS,
@@ -43,7 +43,7 @@ unsafe fn transpose_smem_padded<T: crate::gpu::Elem + Default>(
     rows: u32,
     cols: u32,
 ) {
-    super::transpose_tiled::<T, Padded, { TILE.0 }, { TILE.1 }, 4>(src, dst, rows, cols)
+    super::transpose_tiled::<T, Padded, { TILE.0 }, { TILE.1 }, 4, 0>(src, dst, rows, cols)
 }
 
 crate::ptx_kernels! {
