@@ -2,7 +2,7 @@
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
 use rustile_kernels::registry::{KernelInfo, Launch};
-use rustile_kernels::transpose::{self as tk, v05_grouped, v06_sector_aligned};
+use rustile_kernels::transpose::{self as tk, v03_smem_padded, v05_sector_aligned};
 
 use crate::check::{self, BufArg};
 use crate::elem::DeviceElem;
@@ -105,18 +105,18 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 }
 
 /// The variant the dispatcher uses for `problem` with `elem_bytes`-byte elements: when the
-/// output's row pitch (`rows` elements) is a whole number of 32-byte sectors the banded
-/// padded tile, else the sector-aligned one (measured on the H200, `bench-results/`).
+/// output's row pitch (`rows` elements) is a whole number of 32-byte sectors the padded tile,
+/// else the sector-aligned one (measured on the H200, `bench-results/`).
 pub fn best(problem: &TransposeProblem, elem_bytes: usize) -> &'static KernelInfo {
     if (problem.rows * elem_bytes) % 32 == 0 {
-        &v05_grouped::INFO
+        &v03_smem_padded::INFO
     } else {
-        &v06_sector_aligned::INFO
+        &v05_sector_aligned::INFO
     }
 }
 
 /// The variant for sector-aligned shapes.
-pub const BEST: &KernelInfo = &v05_grouped::INFO;
+pub const BEST: &KernelInfo = &v03_smem_padded::INFO;
 
 /// Launches `kernel`: `dst = srcᵀ`. Asynchronous.
 pub fn launch<T: DeviceElem>(

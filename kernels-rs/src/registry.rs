@@ -66,13 +66,11 @@ impl Family {
 pub enum Launch {
     /// 1-D grid over elements; the family computes its size from its own constants.
     Linear,
-    /// Blocks over tiles of a `rows × cols` matrix.
+    /// A 2-D grid `(⌈cols/tile.1⌉, ⌈(rows + halo_rows)/tile.0⌉)` over tiles of a
+    /// `rows × cols` matrix.
     Tiles {
         /// Input elements each block covers, `(rows, cols)`.
         tile: (u32, u32),
-        /// 0: a 2-D grid `(⌈cols/tile.1⌉, ⌈rows_ext/tile.0⌉)`. `G > 0`: a 1-D grid of the same
-        /// number of blocks, walked down `G` tile rows before moving one tile column right.
-        group: u32,
         /// Extra rows the grid must cover: `rows_ext = rows + halo_rows`.
         halo_rows: u32,
     },
@@ -84,11 +82,11 @@ impl Launch {
     pub const fn tile_grid(self, rows: u64, cols: u64) -> Option<(u64, u64, u64)> {
         match self {
             Launch::Linear => None,
-            Launch::Tiles { tile, group, halo_rows } => {
-                let nx = cols.div_ceil(tile.1 as u64);
-                let ny = (rows + halo_rows as u64).div_ceil(tile.0 as u64);
-                Some(if group == 0 { (nx, ny, 1) } else { (nx * ny, 1, 1) })
-            }
+            Launch::Tiles { tile, halo_rows } => Some((
+                cols.div_ceil(tile.1 as u64),
+                (rows + halo_rows as u64).div_ceil(tile.0 as u64),
+                1,
+            )),
         }
     }
 }
@@ -148,10 +146,9 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::transpose::v02_smem::INFO,
     &crate::transpose::v03_smem_padded::INFO,
     &crate::transpose::v04_smem_swizzled::INFO,
-    &crate::transpose::v05_grouped::INFO,
-    &crate::transpose::v06_sector_aligned::INFO,
-    &crate::transpose::v05_grouped::experiments::INFO_G8,
-    &crate::transpose::v05_grouped::experiments::INFO_G32,
+    &crate::transpose::v05_sector_aligned::INFO,
+    &crate::transpose::v05_sector_aligned::experiments::INFO_64,
+    &crate::transpose::v03_smem_padded::experiments::INFO_BR4,
 ];
 
 /// Looks a variant up by family and name.

@@ -5,8 +5,7 @@
 //! reads rows (coalesced) and writes columns (one 32-byte sector per element); the tiled
 //! variants stage a `TR × TC` tile in shared memory so both the read and the write are
 //! coalesced, and differ in the shared-memory layout ([`TileLayout`]: plain, padded, swizzled)
-//! then in the order blocks are scheduled (`v05_grouped`) and in where output segments start
-//! (`v06_sector_aligned`).
+//! and in where output segments start (`v05_sector_aligned`).
 //!
 //! Every variant uses blocks of `32 × BLOCK_ROWS` threads over tiles of the input
 //! ([`Launch::Tiles`](crate::registry::Launch)). Edges that are not tile multiples are masked
@@ -16,8 +15,7 @@ pub mod v01_naive;
 pub mod v02_smem;
 pub mod v03_smem_padded;
 pub mod v04_smem_swizzled;
-pub mod v05_grouped;
-pub mod v06_sector_aligned;
+pub mod v05_sector_aligned;
 
 /// Threads along x: one warp spans a tile row.
 pub const WARP: u32 = 32;
@@ -43,30 +41,8 @@ pub const fn tile_bytes(rows: u32, pitch: u32, elem_bytes: usize) -> usize {
     (rows as usize * pitch as usize * elem_bytes).div_ceil(16) * 16
 }
 
-/// The tile `(x, y)` = (tile column, tile row) this block owns. `GROUP = 0`: the 2-D grid's own
-/// indices. `GROUP > 0`: the 1-D block index walked down `GROUP` tile rows before moving one
-/// tile column right, so the blocks resident at one time cover a `GROUP`-row band in which
-/// both the rows read and the rows written are long contiguous runs (DRAM page locality on
-/// both sides), where a row-major raster gives long runs on the read side only.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn tile_coords<const TR: u32, const TC: u32, const GROUP: u32>(rows_ext: u32, cols: u32) -> (u32, u32) {
-    use crate::gpu;
-    if GROUP == 0 {
-        return (gpu::block_idx_x(), gpu::block_idx_y());
-    }
-    let (nx, ny) = (cols.div_ceil(TC), rows_ext.div_ceil(TR));
-    let pid = gpu::block_idx_x();
-    let band = pid / (GROUP * nx);
-    let first_y = band * GROUP;
-    let band_rows = if ny - first_y < GROUP { ny - first_y } else { GROUP };
-    let in_band = pid - band * GROUP * nx;
-    (in_band / band_rows, first_y + in_band % band_rows)
-}
-
 /// Tiled transpose through shared memory: a `TR × TC` input tile per block, layout `L`, `PER =
-/// (TR / BLOCK_ROWS) · (TC / WARP)` elements per thread, blocks ordered by `GROUP`
-/// ([`tile_coords`]).
+/// (TR / BR) · (TC / WARP)` elements per thread, blocks of `WARP × BR` threads.
 ///
 /// Phase 1: every thread loads its `PER` elements (rows `ty + i·BLOCK_ROWS`, columns
 /// `tx + k·WARP`; each warp reads contiguous row segments) into registers, all loads in flight
@@ -75,7 +51,7 @@ fn tile_coords<const TR: u32, const TC: u32, const GROUP: u32>(rows_ext: u32, co
 /// shared memory down a tile column — the access whose bank conflicts `L` decides.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn transpose_tiled<T, L, const TR: u32, const TC: u32, const PER: usize, const GROUP: u32>(
+unsafe fn transpose_tiled<T, L, const TR: u32, const TC: u32, const BR: u32, const PER: usize>(
     src: *const T,
     dst: *mut T,
     rows: u32,
@@ -86,16 +62,15 @@ unsafe fn transpose_tiled<T, L, const TR: u32, const TC: u32, const PER: usize, 
 {
     use crate::gpu;
     let (tx, ty) = (gpu::thread_idx_x(), gpu::thread_idx_y());
-    let (bx, by) = tile_coords::<TR, TC, GROUP>(rows, cols);
-    let tile_row0 = by * TR; // first input row of this tile
-    let tile_col0 = bx * TC; // first input column of this tile
+    let tile_row0 = gpu::block_idx_y() * TR; // first input row of this tile
+    let tile_col0 = gpu::block_idx_x() * TC; // first input column of this tile
     let base = gpu::dynamic_shared_base();
     let pitch = L::pitch(TC);
     let addr = |r: u32, c: u32| base + (r * pitch + L::col(r, c)) * T::BYTES as u32;
-    const { assert!(PER as u32 == (TR / BLOCK_ROWS) * (TC / WARP)) };
+    const { assert!(PER as u32 == (TR / BR) * (TC / WARP)) };
 
     // Phase 1: global → registers → shared. Element e is tile (r, c).
-    let at = |e: u32| (ty + (e / (TC / WARP)) * BLOCK_ROWS, tx + (e % (TC / WARP)) * WARP);
+    let at = |e: u32| (ty + (e / (TC / WARP)) * BR, tx + (e % (TC / WARP)) * WARP);
     let mut v = [T::default(); PER];
     let mut e = 0;
     while e < PER {
@@ -117,7 +92,7 @@ unsafe fn transpose_tiled<T, L, const TR: u32, const TC: u32, const PER: usize, 
     gpu::sync_threads();
 
     // Phase 2: output row = input column (TC of them), output column = input row (TR).
-    let out_at = |e: u32| (ty + (e / (TR / WARP)) * BLOCK_ROWS, tx + (e % (TR / WARP)) * WARP);
+    let out_at = |e: u32| (ty + (e / (TR / WARP)) * BR, tx + (e % (TR / WARP)) * WARP);
     let mut e = 0;
     while e < PER {
         let (oc_in_tile, or_in_tile) = out_at(e as u32); // (input col, input row) in the tile
@@ -144,10 +119,11 @@ pub const SECTOR_HALO: u32 = 16;
 /// `shift = (or · rows) mod E`: every segment starts on a sector, and consecutive blocks' segments
 /// still tile the row exactly (`TR` is a multiple of `E`). The block therefore loads `E` input
 /// rows above its tile (a halo, mostly L2 hits: the block above loads them too), and the grid
-/// has extra tile rows to cover the shifted end (`halo_rows`).
+/// has extra tile rows to cover the shifted end (`halo_rows`). `rows + SECTOR_HALO` must not
+/// overflow `u32` (the host checks).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32, const GROUP: u32>(
+unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32>(
     src: *const T,
     dst: *mut T,
     rows: u32,
@@ -156,12 +132,12 @@ unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32, const GROUP:
     T: crate::gpu::Elem + Default,
 {
     use crate::gpu;
-    const MAX_PER: usize = 8;
+    const MAX_PER: usize = 12;
     let e_sector = 32 / T::BYTES as u32; // elements per sector: the halo this T needs
     let tile_rows = TR + e_sector; // rows held in shared memory
     let per = ((tile_rows / BLOCK_ROWS) * (TC / WARP)) as usize;
     let (tx, ty) = (gpu::thread_idx_x(), gpu::thread_idx_y());
-    let (bx, by) = tile_coords::<TR, TC, GROUP>(rows + SECTOR_HALO, cols);
+    let (bx, by) = (gpu::block_idx_x(), gpu::block_idx_y());
     let tile_col0 = bx * TC;
     // Input row held in shared row 0 (may be negative: masked).
     let row0 = (by * TR) as i64 - e_sector as i64;

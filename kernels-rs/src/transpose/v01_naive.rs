@@ -19,7 +19,7 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "naive",
     block: BLOCK,
-    launch: Launch::Tiles { tile: TILE, group: 0, halo_rows: 0 },
+    launch: Launch::Tiles { tile: TILE, halo_rows: 0 },
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
