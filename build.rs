@@ -59,7 +59,10 @@ fn main() {
                 }
                 let committed = root.join("ptx").join(ptx_file_name(flavour.name));
                 let ptx = std::fs::read(&committed).unwrap_or_else(|e| {
-                    panic!("no nvptx toolchain and no committed {}: {e}", committed.display())
+                    panic!(
+                        "no nvptx toolchain and no committed {}: {e}",
+                        committed.display()
+                    )
                 });
                 println!(
                     "cargo:warning=rustile: nvptx build of kernels-rs unavailable ({}); using \
@@ -97,7 +100,11 @@ fn target_dir(out_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| out_dir.join("nvptx-target"))
 }
 
-fn build_flavour(kernels_dir: &Path, nvptx_dir: &Path, flavour: &FlavourSpec) -> Result<Vec<u8>, String> {
+fn build_flavour(
+    kernels_dir: &Path,
+    nvptx_dir: &Path,
+    flavour: &FlavourSpec,
+) -> Result<Vec<u8>, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let target_dir = nvptx_dir.join(flavour.name);
     let mut flags = vec![format!("-Ctarget-cpu={}", flavour.target_cpu)];
@@ -107,16 +114,24 @@ fn build_flavour(kernels_dir: &Path, nvptx_dir: &Path, flavour: &FlavourSpec) ->
     // variables) out of the nested nvptx build.
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
-        let keep = matches!(key.as_str(), "CARGO_HOME" | "RUSTUP_HOME" | "RUSTUP_TOOLCHAIN");
-        if !keep && (key.starts_with("CARGO") || key.starts_with("RUST") || key == "MAKEFLAGS")
-        {
+        let keep = matches!(
+            key.as_str(),
+            "CARGO_HOME" | "RUSTUP_HOME" | "RUSTUP_TOOLCHAIN"
+        );
+        if !keep && (key.starts_with("CARGO") || key.starts_with("RUST") || key == "MAKEFLAGS") {
             cmd.env_remove(&key);
         }
     }
     cmd.current_dir(kernels_dir)
         .env("RUSTC_BOOTSTRAP", "1")
         .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
-        .args(["rustc", "--release", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
+        .args([
+            "rustc",
+            "--release",
+            "--target",
+            "nvptx64-nvidia-cuda",
+            "-Zbuild-std=core",
+        ])
         .args(["--crate-type", "cdylib", "--target-dir"])
         .arg(&target_dir);
     let output = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;

@@ -22,7 +22,10 @@ use rustile::{DType, Family, Gpu, Problem, KERNELS};
 
 fn families() -> Vec<Family> {
     match std::env::var("RUSTILE_BENCH_FAMILY") {
-        Ok(name) => Family::ALL.into_iter().filter(|f| f.name() == name).collect(),
+        Ok(name) => Family::ALL
+            .into_iter()
+            .filter(|f| f.name() == name)
+            .collect(),
         Err(_) => Family::ALL.to_vec(),
     }
 }
@@ -34,15 +37,23 @@ fn criterion_sweeps(c: &mut Criterion, gpu: &Gpu) {
         let mut group = c.benchmark_group(family.name());
         for problem in Sweep::default_for(family).problems {
             let (src_len, dst_len) = problem.lens();
-            let sets = harness::rotation_sets(gpu.info().l2_bytes, ((src_len + dst_len) * 4) as u64);
+            let sets =
+                harness::rotation_sets(gpu.info().l2_bytes, ((src_len + dst_len) * 4) as u64);
             let srcs: Vec<_> = (0..sets)
-                .map(|_| gpu.upload(&random_vec::<f32>(src_len, &mut rng), "bench input").unwrap())
+                .map(|_| {
+                    gpu.upload(&random_vec::<f32>(src_len, &mut rng), "bench input")
+                        .unwrap()
+                })
                 .collect();
-            let mut dsts: Vec<_> = (0..sets).map(|_| gpu.alloc::<f32>(dst_len, "bench output").unwrap()).collect();
+            let mut dsts: Vec<_> = (0..sets)
+                .map(|_| gpu.alloc::<f32>(dst_len, "bench output").unwrap())
+                .collect();
             for kernel in KERNELS.iter().filter(|k| k.family == family) {
                 let id = format!("{}/f32/{}", kernel.name, problem.shape());
                 group.bench_function(id, |b| {
-                    b.iter_custom(|iters| event_time(gpu, &problem, kernel, &srcs, &mut dsts, iters))
+                    b.iter_custom(|iters| {
+                        event_time(gpu, &problem, kernel, &srcs, &mut dsts, iters)
+                    })
                 });
             }
         }
@@ -92,9 +103,13 @@ fn main() {
     for family in families() {
         let mut sweep = Sweep::default_for(family);
         sweep.dtypes = vec![DType::F32, DType::F16];
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        let rows = bench::run(&gpu, &sweep, &timing, seed, |what| eprint!("\r\x1b[2K{what}"))
-            .unwrap_or_else(|e| panic!("{} sweep failed: {e}", family.name()));
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let rows = bench::run(&gpu, &sweep, &timing, seed, |what| {
+            eprint!("\r\x1b[2K{what}")
+        })
+        .unwrap_or_else(|e| panic!("{} sweep failed: {e}", family.name()));
         eprintln!();
         bench::write_results(&rows, std::path::Path::new(&out), family.name()).unwrap();
         println!("\n## {}\n\n{}", family.name(), bench::markdown(&rows));

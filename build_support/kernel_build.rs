@@ -16,8 +16,14 @@ pub struct FlavourSpec {
 /// sm_90a (PTX 8.0, Hopper-only features such as wgmma and setmaxnreg).
 #[allow(dead_code)]
 pub const FLAVOURS: [FlavourSpec; 2] = [
-    FlavourSpec { name: "sm_80", target_cpu: "sm_80" },
-    FlavourSpec { name: "sm_90a", target_cpu: "sm_90a" },
+    FlavourSpec {
+        name: "sm_80",
+        target_cpu: "sm_80",
+    },
+    FlavourSpec {
+        name: "sm_90a",
+        target_cpu: "sm_90a",
+    },
 ];
 
 /// rustc flags for a flavour, besides `-C target-cpu`: panics become `trap` instead of an

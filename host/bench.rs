@@ -90,12 +90,18 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
             Family::Strided => {
                 let n = num(item)?;
                 out.extend(BENCH_STRIDES.iter().map(|&s| {
-                    Problem::Strided(StridedProblem { n, stride: s as usize })
+                    Problem::Strided(StridedProblem {
+                        n,
+                        stride: s as usize,
+                    })
                 }));
             }
             Family::Transpose => {
                 let (r, c) = item.split_once(['x', 'X']).ok_or_else(|| bad(item))?;
-                out.push(Problem::Transpose(TransposeProblem { rows: num(r)?, cols: num(c)? }));
+                out.push(Problem::Transpose(TransposeProblem {
+                    rows: num(r)?,
+                    cols: num(c)?,
+                }));
             }
         }
     }
@@ -106,7 +112,13 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
 }
 
 /// Runs a sweep. `progress` hears about each case before it runs.
-pub fn run(gpu: &Gpu, sweep: &Sweep, timing: &TimingConfig, seed: u64, mut progress: impl FnMut(&str)) -> Result<Vec<BenchRow>> {
+pub fn run(
+    gpu: &Gpu,
+    sweep: &Sweep,
+    timing: &TimingConfig,
+    seed: u64,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<BenchRow>> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let kernels: Vec<&KernelInfo> = rustile_kernels::KERNELS
         .iter()
@@ -117,8 +129,26 @@ pub fn run(gpu: &Gpu, sweep: &Sweep, timing: &TimingConfig, seed: u64, mut progr
     for problem in &sweep.problems {
         for &dtype in &sweep.dtypes {
             let mut run_one = |rows: &mut Vec<BenchRow>| match dtype {
-                DType::F32 => bench_problem::<f32>(gpu, &kernels, problem, sweep, timing, &mut rng, &mut progress, rows),
-                DType::F16 => bench_problem::<half::f16>(gpu, &kernels, problem, sweep, timing, &mut rng, &mut progress, rows),
+                DType::F32 => bench_problem::<f32>(
+                    gpu,
+                    &kernels,
+                    problem,
+                    sweep,
+                    timing,
+                    &mut rng,
+                    &mut progress,
+                    rows,
+                ),
+                DType::F16 => bench_problem::<half::f16>(
+                    gpu,
+                    &kernels,
+                    problem,
+                    sweep,
+                    timing,
+                    &mut rng,
+                    &mut progress,
+                    rows,
+                ),
             };
             run_one(&mut rows)?;
         }
@@ -177,13 +207,25 @@ fn bench_problem<T: DeviceElem>(
             let got = gpu.download(&dsts[0], "bench output")?;
             check::exact(&name, &shape, &got, &reference)?;
             for &mode in &sweep.modes {
-                progress(&format!("time {name} {} {shape} L2 {}", T::DTYPE.name(), mode.name()));
+                progress(&format!(
+                    "time {name} {} {shape} L2 {}",
+                    T::DTYPE.name(),
+                    mode.name()
+                ));
                 let cfg = TimingConfig { mode, ..*timing };
                 let stats = harness::time(gpu, &cfg, |i| {
                     let s = i % sets;
                     problem.launch(gpu, kernel, &srcs[s], &mut dsts[s])
                 })?;
-                rows.push(row(sweep.family, kernel.name.to_string(), T::DTYPE, &shape, mode, bytes, stats));
+                rows.push(row(
+                    sweep.family,
+                    kernel.name.to_string(),
+                    T::DTYPE,
+                    &shape,
+                    mode,
+                    bytes,
+                    stats,
+                ));
             }
         }
     }
@@ -195,13 +237,19 @@ fn bench_problem<T: DeviceElem>(
     let mut dsts = Vec::with_capacity(base_sets);
     for _ in 0..base_sets {
         let mut s = gpu.alloc::<u8>(half, "baseline input")?;
-        gpu.stream().memset_zeros(&mut s).during(|| "initialising baseline input".into())?;
+        gpu.stream()
+            .memset_zeros(&mut s)
+            .during(|| "initialising baseline input".into())?;
         srcs.push(s);
         dsts.push(gpu.alloc::<u8>(half, "baseline output")?);
     }
     let kernel_rows = first_row..rows.len();
     for &mode in &sweep.modes {
-        progress(&format!("time {BASELINE} {} bytes L2 {}", half, mode.name()));
+        progress(&format!(
+            "time {BASELINE} {} bytes L2 {}",
+            half,
+            mode.name()
+        ));
         let cfg = TimingConfig { mode, ..*timing };
         let stats = harness::time(gpu, &cfg, |i| {
             let s = i % base_sets;
@@ -209,7 +257,15 @@ fn bench_problem<T: DeviceElem>(
                 .memcpy_dtod(&srcs[s], &mut dsts[s])
                 .during(|| "cuMemcpyDtoD baseline".into())
         })?;
-        let mut base = row(sweep.family, BASELINE.to_string(), T::DTYPE, &shape, mode, bytes, stats);
+        let mut base = row(
+            sweep.family,
+            BASELINE.to_string(),
+            T::DTYPE,
+            &shape,
+            mode,
+            bytes,
+            stats,
+        );
         base.vs_memcpy = 1.0;
         for r in &mut rows[kernel_rows.clone()] {
             if r.l2 == mode.name() {
@@ -221,7 +277,15 @@ fn bench_problem<T: DeviceElem>(
     Ok(())
 }
 
-fn row(family: Family, variant: String, dtype: DType, shape: &str, mode: L2Mode, bytes: u64, stats: Stats) -> BenchRow {
+fn row(
+    family: Family,
+    variant: String,
+    dtype: DType,
+    shape: &str,
+    mode: L2Mode,
+    bytes: u64,
+    stats: Stats,
+) -> BenchRow {
     BenchRow {
         family: family.name(),
         variant,
@@ -277,8 +341,19 @@ pub fn write_results(rows: &[BenchRow], dir: &Path, stem: &str) -> Result<()> {
     for r in rows {
         csv += &format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.family, r.variant, r.dtype, r.shape, r.l2, r.bytes, r.stats.median_ms, r.stats.min_ms,
-            r.stats.max_ms, r.stats.reps, r.gbps, r.vs_memcpy, r.vs_ceiling
+            r.family,
+            r.variant,
+            r.dtype,
+            r.shape,
+            r.l2,
+            r.bytes,
+            r.stats.median_ms,
+            r.stats.min_ms,
+            r.stats.max_ms,
+            r.stats.reps,
+            r.gbps,
+            r.vs_memcpy,
+            r.vs_ceiling
         );
     }
     f.write_all(csv.as_bytes()).map_err(io(&csv_path))?;

@@ -42,7 +42,7 @@ pub fn at_least(kernel: &KernelInfo, buf: BufArg, need: usize, shape: &str) -> R
 
 /// The buffer must be `align`-byte aligned.
 pub fn aligned(kernel: &KernelInfo, buf: BufArg, align: usize) -> Result<()> {
-    if buf.addr % align as u64 != 0 {
+    if !buf.addr.is_multiple_of(align as u64) {
         return Err(Error::Misaligned {
             kernel: kernel_name(kernel),
             buffer: buf.name,

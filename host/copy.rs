@@ -33,9 +33,19 @@ impl CopyProblem {
     }
 
     /// Checks the arguments of `kernel` for this problem.
-    pub fn check<T: DeviceElem>(&self, kernel: &KernelInfo, src: BufArg, dst: BufArg) -> Result<()> {
+    pub fn check<T: DeviceElem>(
+        &self,
+        kernel: &KernelInfo,
+        src: BufArg,
+        dst: BufArg,
+    ) -> Result<()> {
         check::nonzero(kernel, self.n, "n")?;
-        check::mul(kernel, self.n, 2 * std::mem::size_of::<T>(), "bytes of src and dst")?;
+        check::mul(
+            kernel,
+            self.n,
+            2 * std::mem::size_of::<T>(),
+            "bytes of src and dst",
+        )?;
         let shape = self.shape();
         check::at_least(kernel, src, self.n, &shape)?;
         check::at_least(kernel, dst, self.n, &shape)?;
@@ -96,8 +106,16 @@ pub fn launch<T: DeviceElem>(
     let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
     problem.check::<T>(
         kernel,
-        BufArg { name: "src", len: src_len, addr: src_ptr },
-        BufArg { name: "dst", len: dst_len, addr: dst_ptr },
+        BufArg {
+            name: "src",
+            len: src_len,
+            addr: src_ptr,
+        },
+        BufArg {
+            name: "dst",
+            len: dst_len,
+            addr: dst_ptr,
+        },
     )?;
     let grid = problem.grid(kernel, std::mem::size_of::<T>(), gpu.info().sm_count);
     let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, grid)?;
@@ -108,6 +126,7 @@ pub fn launch<T: DeviceElem>(
     // hold ≥ n elements of T with the alignment this variant needs; src and dst are distinct
     // allocations or views (Rust's & / &mut borrows), so the kernel's reads and writes do not
     // alias; the grid covers n as the variant's `grid_blocks` requires.
-    unsafe { args.launch(cfg) }.during(|| format!("launching copy/{} {}", kernel.name, problem.shape()))?;
+    unsafe { args.launch(cfg) }
+        .during(|| format!("launching copy/{} {}", kernel.name, problem.shape()))?;
     Ok(())
 }

@@ -5,7 +5,9 @@ use rand::Rng;
 use rustile_kernels::registry::DType;
 
 /// An element type the kernels are instantiated for.
-pub trait DeviceElem: DeviceRepr + ValidAsZeroBits + Copy + Default + PartialEq + Send + Sync + 'static {
+pub trait DeviceElem:
+    DeviceRepr + ValidAsZeroBits + Copy + Default + PartialEq + Send + Sync + 'static
+{
     /// The kernels' dtype.
     const DTYPE: DType;
     /// A value no kernel produces from finite inputs: written to outputs before a run so an

@@ -9,7 +9,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The CUDA driver library (`libcuda.so.1`) could not be opened.
-    #[error("no GPU: the CUDA driver library (libcuda.so.1) is not installed or not on the loader path")]
+    #[error(
+        "no GPU: the CUDA driver library (libcuda.so.1) is not installed or not on the loader path"
+    )]
     NoDriver,
     /// The driver loaded but reports no usable device.
     #[error("no GPU: {0}")]

@@ -91,7 +91,8 @@ impl Gpu {
                 "device {ordinal} asked for, the driver reports {count} device(s)"
             )));
         }
-        let ctx = CudaContext::new(ordinal).during(|| format!("creating a context on device {ordinal}"))?;
+        let ctx = CudaContext::new(ordinal)
+            .during(|| format!("creating a context on device {ordinal}"))?;
         let info = query_info(&ctx, ordinal)?;
         let (major, minor) = info.compute_capability;
         let flavour = Flavour::for_compute_capability(major, minor).ok_or_else(|| {
@@ -159,10 +160,15 @@ impl Gpu {
 
     /// Allocates `n` elements (uninitialised). Out of memory is [`Error::OutOfMemory`].
     pub fn alloc<T: DeviceRepr>(&self, n: usize, what: &str) -> Result<CudaSlice<T>> {
-        let bytes = n.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::TooLarge {
-            kernel: what.to_string(),
-            what: format!("{n} elements of {} bytes overflow usize", std::mem::size_of::<T>()),
-        })?;
+        let bytes = n
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::TooLarge {
+                kernel: what.to_string(),
+                what: format!(
+                    "{n} elements of {} bytes overflow usize",
+                    std::mem::size_of::<T>()
+                ),
+            })?;
         // SAFETY: the memory is uninitialised; every caller writes it (upload or poison)
         // before any kernel reads it.
         unsafe { self.stream.alloc::<T>(n) }.map_err(|e| map_alloc_error(e, bytes, what))
@@ -178,7 +184,11 @@ impl Gpu {
     }
 
     /// Copies a device buffer back.
-    pub fn download<T: DeviceRepr + Default + Clone>(&self, d: &CudaSlice<T>, what: &str) -> Result<Vec<T>> {
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        d: &CudaSlice<T>,
+        what: &str,
+    ) -> Result<Vec<T>> {
         let mut host = vec![T::default(); d.len()];
         self.stream
             .memcpy_dtoh(d, &mut host)
@@ -188,7 +198,12 @@ impl Gpu {
     }
 
     /// Fills a device buffer with `value`.
-    pub fn fill<T: DeviceRepr + Clone>(&self, d: &mut CudaSlice<T>, value: T, what: &str) -> Result<()> {
+    pub fn fill<T: DeviceRepr + Clone>(
+        &self,
+        d: &mut CudaSlice<T>,
+        value: T,
+        what: &str,
+    ) -> Result<()> {
         let host = vec![value; d.len()];
         self.stream
             .memcpy_htod(&host, d)
@@ -237,7 +252,8 @@ fn query_info(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
         shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
         shared_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
             as usize,
-        shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as usize,
+        shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?
+            as usize,
         max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
         max_grid: (
             attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,

@@ -68,7 +68,12 @@ impl Stats {
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
         if n == 0 {
-            return Self { median_ms: 0.0, min_ms: 0.0, max_ms: 0.0, reps: 0 };
+            return Self {
+                median_ms: 0.0,
+                min_ms: 0.0,
+                max_ms: 0.0,
+                reps: 0,
+            };
         }
         let median = if n % 2 == 1 {
             samples[n / 2]
@@ -93,7 +98,11 @@ pub fn rotation_sets(l2_bytes: usize, set_bytes: u64) -> usize {
 /// Times `launch(i)` (`i` = repetition index; pick input set `i % sets`): warm-up launches,
 /// then one event pair per repetition, flushing the L2 before each if `mode` is
 /// [`L2Mode::Flush`].
-pub fn time(gpu: &Gpu, cfg: &TimingConfig, mut launch: impl FnMut(usize) -> Result<()>) -> Result<Stats> {
+pub fn time(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    mut launch: impl FnMut(usize) -> Result<()>,
+) -> Result<Stats> {
     let stream = gpu.stream();
     let mut flush: Option<CudaSlice<u8>> = match cfg.mode {
         L2Mode::Flush => Some(gpu.alloc::<u8>(2 * gpu.info().l2_bytes, "L2 flush buffer")?),
@@ -106,11 +115,19 @@ pub fn time(gpu: &Gpu, cfg: &TimingConfig, mut launch: impl FnMut(usize) -> Resu
     let mut pairs = Vec::with_capacity(cfg.reps);
     for i in 0..cfg.reps {
         if let Some(buf) = flush.as_mut() {
-            stream.memset_zeros(buf).during(|| "flushing the L2".into())?;
+            stream
+                .memset_zeros(buf)
+                .during(|| "flushing the L2".into())?;
         }
-        let start = ctx.new_event(Some(CU_EVENT_DEFAULT)).during(|| "creating an event".into())?;
-        let end = ctx.new_event(Some(CU_EVENT_DEFAULT)).during(|| "creating an event".into())?;
-        start.record(stream).during(|| "recording an event".into())?;
+        let start = ctx
+            .new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())?;
+        let end = ctx
+            .new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())?;
+        start
+            .record(stream)
+            .during(|| "recording an event".into())?;
         launch(cfg.warmup + i)?;
         end.record(stream).during(|| "recording an event".into())?;
         pairs.push((start, end));

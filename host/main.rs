@@ -20,7 +20,8 @@ use rustile::harness::{L2Mode, TimingConfig};
 use rustile::ptx::Flavour;
 use rustile::{ptxas, suite, DType, Error, Family, Gpu, Result};
 
-const USAGE: &str = "usage: rustile [run | info | validate | ptx-report | bench FAMILY [--sizes LIST] \
+const USAGE: &str =
+    "usage: rustile [run | info | validate | ptx-report | bench FAMILY [--sizes LIST] \
 [--dtype f32|f16|all] [--l2 rotate|flush|both] [--reps N] [--warmup N] [--out DIR]]
   FAMILY: copy | strided | transpose | all
   --sizes: copy `N,N` (elements); strided `N` (outputs, every stride 1..32); transpose `RxC,RxC`";
@@ -100,7 +101,10 @@ fn cpu_job() -> Result<()> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(Error::Usage(format!("{} CPU-side checks failed", failed.len())))
+        Err(Error::Usage(format!(
+            "{} CPU-side checks failed",
+            failed.len()
+        )))
     }
 }
 
@@ -108,7 +112,11 @@ fn gpu_job(gpu: &Gpu) -> Result<()> {
     print_info(gpu);
     validate(gpu)?;
     // Headline cases: best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193.
-    let timing = TimingConfig { warmup: 3, reps: 20, mode: L2Mode::Rotate };
+    let timing = TimingConfig {
+        warmup: 3,
+        reps: 20,
+        mode: L2Mode::Rotate,
+    };
     let mut rows = Vec::new();
     for (family, sizes) in [
         (Family::Copy, "268435456"),
@@ -143,12 +151,21 @@ fn validate(gpu: &Gpu) -> Result<()> {
         failed.len()
     );
     for o in &failed {
-        println!("  FAILED {} {} {}: {}", o.kernel, o.dtype, o.shape, o.error.as_deref().unwrap_or(""));
+        println!(
+            "  FAILED {} {} {}: {}",
+            o.kernel,
+            o.dtype,
+            o.shape,
+            o.error.as_deref().unwrap_or("")
+        );
     }
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(Error::Usage(format!("{} validation cases failed", failed.len())))
+        Err(Error::Usage(format!(
+            "{} validation cases failed",
+            failed.len()
+        )))
     }
 }
 
@@ -192,7 +209,10 @@ fn info() -> Result<()> {
     };
     let rows = bench::run(&gpu, &sweep, &TimingConfig::default(), seed(), |_| {})?;
     if let Some(base) = rows.iter().find(|r| r.variant == bench::BASELINE) {
-        println!("  measured ceiling: cuMemcpyDtoD 1 GiB, {:.0} GB/s (bytes read + written)", base.gbps);
+        println!(
+            "  measured ceiling: cuMemcpyDtoD 1 GiB, {:.0} GB/s (bytes read + written)",
+            base.gbps
+        );
     }
     Ok(())
 }
@@ -245,7 +265,11 @@ fn bench_cmd(args: &[String]) -> Result<()> {
                 }
             }
             "--reps" => timing.reps = number(value()?)?,
-            "--warmup" => timing.warmup = value()?.parse().map_err(|_| Error::Usage("--warmup needs a number".into()))?,
+            "--warmup" => {
+                timing.warmup = value()?
+                    .parse()
+                    .map_err(|_| Error::Usage("--warmup needs a number".into()))?
+            }
             "--out" => out = PathBuf::from(value()?),
             other => return Err(Error::Usage(format!("unknown option `{other}`\n{USAGE}"))),
         }
@@ -263,7 +287,9 @@ fn bench_cmd(args: &[String]) -> Result<()> {
         }
         sweep.dtypes = dtypes.clone();
         sweep.modes = modes.clone();
-        let rows = bench::run(&gpu, &sweep, &timing, seed(), |what| eprint!("\r\x1b[2K{what}"))?;
+        let rows = bench::run(&gpu, &sweep, &timing, seed(), |what| {
+            eprint!("\r\x1b[2K{what}")
+        })?;
         eprintln!();
         bench::write_results(&rows, &out, family.name())?;
         println!("\n{}", bench::markdown(&rows));
@@ -278,7 +304,9 @@ fn bench_cmd(args: &[String]) -> Result<()> {
 fn ptx_report(required: bool) -> Result<()> {
     let Some(ptxas) = ptxas::find() else {
         let msg = "ptxas not found (set RUSTILE_PTXAS, or `pip install \"nvidia-cuda-nvcc==13.0.*\"`): no PTX resource report";
-        return if required { Err(Error::Usage(msg.into())) } else {
+        return if required {
+            Err(Error::Usage(msg.into()))
+        } else {
             println!("{msg}");
             Ok(())
         };
@@ -295,11 +323,20 @@ fn ptx_report(required: bool) -> Result<()> {
         }
     }
     println!("{}", ptxas::markdown(&rows));
-    let spilling: Vec<_> = rows.iter().filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0).collect();
+    let spilling: Vec<_> = rows
+        .iter()
+        .filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0)
+        .collect();
     if spilling.is_empty() {
-        println!("{} kernel × arch builds, none spills or uses a stack frame", rows.len());
+        println!(
+            "{} kernel × arch builds, none spills or uses a stack frame",
+            rows.len()
+        );
         Ok(())
     } else {
-        Err(Error::Usage(format!("{} kernel builds spill or use a stack frame", spilling.len())))
+        Err(Error::Usage(format!(
+            "{} kernel builds spill or use a stack frame",
+            spilling.len()
+        )))
     }
 }

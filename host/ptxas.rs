@@ -142,7 +142,13 @@ pub fn markdown(rows: &[KernelResources]) -> String {
     for r in rows {
         s += &format!(
             "| {} | {} | {} | {} | {} | {}/{} |\n",
-            r.kernel, r.arch, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads
+            r.kernel,
+            r.arch,
+            r.registers,
+            r.shared_bytes,
+            r.stack_bytes,
+            r.spill_stores,
+            r.spill_loads
         );
     }
     s

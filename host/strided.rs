@@ -46,7 +46,12 @@ impl StridedProblem {
     }
 
     /// Checks the arguments of `kernel` for this problem.
-    pub fn check<T: DeviceElem>(&self, kernel: &KernelInfo, src: BufArg, dst: BufArg) -> Result<()> {
+    pub fn check<T: DeviceElem>(
+        &self,
+        kernel: &KernelInfo,
+        src: BufArg,
+        dst: BufArg,
+    ) -> Result<()> {
         check::nonzero(kernel, self.n, "n")?;
         check::nonzero(kernel, self.stride, "stride")?;
         let src_len = check::mul(kernel, self.n - 1, self.stride, "source span (n-1)·stride")? + 1;
@@ -85,8 +90,16 @@ pub fn launch<T: DeviceElem>(
     let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
     problem.check::<T>(
         kernel,
-        BufArg { name: "src", len: src_len, addr: src_ptr },
-        BufArg { name: "dst", len: dst_len, addr: dst_ptr },
+        BufArg {
+            name: "src",
+            len: src_len,
+            addr: src_ptr,
+        },
+        BufArg {
+            name: "dst",
+            len: dst_len,
+            addr: dst_ptr,
+        },
     )?;
     let grid = (v01_gather::grid_blocks(problem.n as u64), 1, 1);
     let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, grid)?;
@@ -96,6 +109,7 @@ pub fn launch<T: DeviceElem>(
     // SAFETY: the kernel is `(src: *const T, dst: *mut T, n: u64, stride: u64)`; `check` proved
     // src holds (n-1)·stride+1 elements and dst n, naturally aligned, without overflow; the
     // borrows keep src and dst from aliasing.
-    unsafe { args.launch(cfg) }.during(|| format!("launching strided/{} {}", kernel.name, problem.shape()))?;
+    unsafe { args.launch(cfg) }
+        .during(|| format!("launching strided/{} {}", kernel.name, problem.shape()))?;
     Ok(())
 }

@@ -25,10 +25,12 @@ pub fn validation_problems(family: Family) -> Vec<Problem> {
         Family::Strided => [1usize, 999, 65_537]
             .into_iter()
             .flat_map(|n| {
-                BENCH_STRIDES
-                    .into_iter()
-                    .chain([3])
-                    .map(move |s| Problem::Strided(StridedProblem { n, stride: s as usize }))
+                BENCH_STRIDES.into_iter().chain([3]).map(move |s| {
+                    Problem::Strided(StridedProblem {
+                        n,
+                        stride: s as usize,
+                    })
+                })
             })
             .collect(),
         Family::Transpose => [
@@ -50,7 +52,12 @@ pub fn validation_problems(family: Family) -> Vec<Problem> {
 
 /// Runs `kernel` once on `problem` with fresh random input and a poisoned output, and compares
 /// the result with the CPU reference bit for bit.
-pub fn validate<T: DeviceElem>(gpu: &Gpu, kernel: &KernelInfo, problem: &Problem, rng: &mut SmallRng) -> Result<()> {
+pub fn validate<T: DeviceElem>(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    problem: &Problem,
+    rng: &mut SmallRng,
+) -> Result<()> {
     let (src_len, dst_len) = problem.lens();
     let host_src: Vec<T> = random_vec(src_len, rng);
     let src = gpu.upload(&host_src, "validation input")?;
@@ -59,7 +66,12 @@ pub fn validate<T: DeviceElem>(gpu: &Gpu, kernel: &KernelInfo, problem: &Problem
     problem.launch(gpu, kernel, &src, &mut dst)?;
     gpu.synchronize(&check::kernel_name(kernel))?;
     let got = gpu.download(&dst, "validation output")?;
-    check::exact(&check::kernel_name(kernel), &problem.shape(), &got, &problem.reference(&host_src))
+    check::exact(
+        &check::kernel_name(kernel),
+        &problem.shape(),
+        &got,
+        &problem.reference(&host_src),
+    )
 }
 
 /// One validated case.
@@ -77,7 +89,11 @@ pub struct CaseOutcome {
 
 /// Validates every variant of every family, for every dtype it is instantiated for, at every
 /// shape of [`validation_problems`]. `progress` is told each case before it runs.
-pub fn validate_all(gpu: &Gpu, seed: u64, mut progress: impl FnMut(usize, usize, &str)) -> Vec<CaseOutcome> {
+pub fn validate_all(
+    gpu: &Gpu,
+    seed: u64,
+    mut progress: impl FnMut(usize, usize, &str),
+) -> Vec<CaseOutcome> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let cases: Vec<(&KernelInfo, DType, Problem)> = KERNELS
         .iter()
@@ -95,7 +111,11 @@ pub fn validate_all(gpu: &Gpu, seed: u64, mut progress: impl FnMut(usize, usize,
         .enumerate()
         .map(|(i, (kernel, dtype, problem))| {
             let name = check::kernel_name(kernel);
-            progress(i, total, &format!("{name} {} {}", dtype.name(), problem.shape()));
+            progress(
+                i,
+                total,
+                &format!("{name} {} {}", dtype.name(), problem.shape()),
+            );
             let result = match dtype {
                 DType::F32 => validate::<f32>(gpu, kernel, &problem, &mut rng),
                 DType::F16 => validate::<half::f16>(gpu, kernel, &problem, &mut rng),
@@ -132,7 +152,8 @@ pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
             let wide: Vec<f64> = src.iter().map(|&v| v as f64).collect();
             let got: Vec<f64> = problem.reference(&src).iter().map(|&v| v as f64).collect();
             let want = problem.reference_naive_f64(&wide);
-            let error = (got != want).then(|| "CPU reference differs from the float64 naive version".to_string());
+            let error = (got != want)
+                .then(|| "CPU reference differs from the float64 naive version".to_string());
             out.push(CpuCheck {
                 what: format!("reference {} {}", family.name(), problem.shape()),
                 error,
@@ -150,7 +171,10 @@ pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
                 });
             }
         }
-        let aligned_barriers = text.lines().filter(|l| l.trim_start().starts_with("bar.sync")).count();
+        let aligned_barriers = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("bar.sync"))
+            .count();
         out.push(CpuCheck {
             what: format!("{} has no aligned bar.sync", flavour.name()),
             error: (aligned_barriers > 0).then(|| format!("{aligned_barriers} bar.sync found")),

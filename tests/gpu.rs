@@ -34,8 +34,15 @@ fn every_kernel_matches_its_reference_at_odd_shapes() {
         .iter()
         .map(|k| k.symbols.len() * suite::validation_problems(k.family).len())
         .sum();
-    println!("{} kernel × dtype × shape cases ran (seed {seed})", outcomes.len());
-    assert_eq!(outcomes.len(), expected, "every kernel × dtype × shape must run");
+    println!(
+        "{} kernel × dtype × shape cases ran (seed {seed})",
+        outcomes.len()
+    );
+    assert_eq!(
+        outcomes.len(),
+        expected,
+        "every kernel × dtype × shape must run"
+    );
     assert!(failed.is_empty(), "failures (seed {seed}): {failed:#?}");
 }
 
@@ -61,7 +68,15 @@ fn short_and_misaligned_buffers_are_typed_errors() {
     let p = CopyProblem { n: 1024 };
     let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut dst).unwrap_err();
     assert!(
-        matches!(e, Error::BufferLength { buffer: "dst", got: 1000, need: 1024, .. }),
+        matches!(
+            e,
+            Error::BufferLength {
+                buffer: "dst",
+                got: 1000,
+                need: 1024,
+                ..
+            }
+        ),
         "{e}"
     );
     // A view starting one f32 in is 4-byte aligned but not 16-byte aligned: the vector copies
@@ -69,7 +84,17 @@ fn short_and_misaligned_buffers_are_typed_errors() {
     let mut big = gpu.alloc::<f32>(1025, "dst").unwrap();
     let mut view = big.slice_mut(1..);
     let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut view).unwrap_err();
-    assert!(matches!(e, Error::Misaligned { buffer: "dst", align: 16, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::Misaligned {
+                buffer: "dst",
+                align: 16,
+                ..
+            }
+        ),
+        "{e}"
+    );
     let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
     copy::launch(&gpu, scalar, &p, &src, &mut view).unwrap();
     gpu.synchronize("scalar copy into a view").unwrap();
@@ -82,11 +107,21 @@ fn short_and_misaligned_buffers_are_typed_errors() {
         &mut dst,
     )
     .unwrap_err();
-    assert!(matches!(e, Error::BufferLength { buffer: "src", need: 3169, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::BufferLength {
+                buffer: "src",
+                need: 3169,
+                ..
+            }
+        ),
+        "{e}"
+    );
 
     let e = transpose::launch(
         &gpu,
-        transpose::BEST,
+        transpose::best(&TransposeProblem { rows: 8, cols: 8 }, 4),
         &TransposeProblem { rows: 0, cols: 5 },
         &src,
         &mut dst,
@@ -95,8 +130,11 @@ fn short_and_misaligned_buffers_are_typed_errors() {
     assert!(matches!(e, Error::ZeroSize { what: "rows", .. }), "{e}");
     let e = transpose::launch(
         &gpu,
-        transpose::BEST,
-        &TransposeProblem { rows: 1 << 40, cols: 1 << 40 },
+        transpose::best(&TransposeProblem { rows: 8, cols: 8 }, 4),
+        &TransposeProblem {
+            rows: 1 << 40,
+            cols: 1 << 40,
+        },
         &src,
         &mut dst,
     )
@@ -109,7 +147,9 @@ fn short_and_misaligned_buffers_are_typed_errors() {
 fn out_of_memory_is_a_typed_error() {
     let gpu = gpu();
     let too_much = gpu.info().total_mem_bytes * 2;
-    let e = gpu.alloc::<u8>(too_much, "a buffer twice the device").unwrap_err();
+    let e = gpu
+        .alloc::<u8>(too_much, "a buffer twice the device")
+        .unwrap_err();
     assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
 }
 
@@ -134,5 +174,6 @@ fn a_kernel_missing_from_the_ptx_is_a_typed_error() {
     );
     let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
     copy::launch(&gpu, scalar, &p, &src, &mut dst).unwrap();
-    gpu.synchronize("copy_scalar_f32 from a reduced module").unwrap();
+    gpu.synchronize("copy_scalar_f32 from a reduced module")
+        .unwrap();
 }

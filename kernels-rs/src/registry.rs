@@ -147,8 +147,6 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::transpose::v03_smem_padded::INFO,
     &crate::transpose::v04_smem_swizzled::INFO,
     &crate::transpose::v05_sector_aligned::INFO,
-    &crate::transpose::v05_sector_aligned::experiments::INFO_64,
-    &crate::transpose::v03_smem_padded::experiments::INFO_BR4,
 ];
 
 /// Looks a variant up by family and name.

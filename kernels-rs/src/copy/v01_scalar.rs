@@ -6,9 +6,9 @@
 //! SM: expect well under the copy ceiling for f16, closer for f32.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
+use crate::registry::{Family, KernelInfo, Launch};
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {

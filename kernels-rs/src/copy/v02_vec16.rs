@@ -7,9 +7,9 @@
 //! Bound: DRAM bandwidth, ≈ `cuMemcpyDtoD`.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem, Vec16};
+use crate::registry::{Family, KernelInfo, Launch};
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {

@@ -10,9 +10,9 @@
 //! Bound: DRAM bandwidth, ≈ `cuMemcpyDtoD`.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem, Vec16};
+use crate::registry::{Family, KernelInfo, Launch};
 
 /// Resident blocks per SM the grid is sized for (2048 threads / 256).
 pub const BLOCKS_PER_SM: u32 = 8;
@@ -73,7 +73,10 @@ unsafe fn copy_grid_stride<T: Elem>(src: *const T, dst: *mut T, n: u64) {
     while u < UNROLL {
         let j = i + u * bd;
         if j < n_vec {
-            gpu::st_global_v16(dst_v.add(j as usize), gpu::ld_global_nc_v16(src_v.add(j as usize)));
+            gpu::st_global_v16(
+                dst_v.add(j as usize),
+                gpu::ld_global_nc_v16(src_v.add(j as usize)),
+            );
         }
         u += 1;
     }

@@ -3,9 +3,9 @@
 //! Stores stay coalesced; loads are coalesced only at `stride = 1`. Bound: see the family docs.
 
 use super::BLOCK_THREADS;
-use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
+use crate::registry::{Family, KernelInfo, Launch};
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {
@@ -30,7 +30,10 @@ pub const fn grid_blocks(n: u64) -> u64 {
 unsafe fn strided_gather<T: Elem>(src: *const T, dst: *mut T, n: u64, stride: u64) {
     let i = gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64;
     if i < n {
-        T::st_global(dst.add(i as usize), T::ld_global_nc(src.add((i * stride) as usize)));
+        T::st_global(
+            dst.add(i as usize),
+            T::ld_global_nc(src.add((i * stride) as usize)),
+        );
     }
 }
 

@@ -99,7 +99,10 @@ unsafe fn transpose_tiled<T, L, const TR: u32, const TC: u32, const BR: u32, con
         let (out_row, out_col) = (tile_col0 + oc_in_tile, tile_row0 + or_in_tile);
         if out_row < cols && out_col < rows {
             let x = T::ld_shared(addr(or_in_tile, oc_in_tile));
-            T::st_global(dst.add(out_row as usize * rows as usize + out_col as usize), x);
+            T::st_global(
+                dst.add(out_row as usize * rows as usize + out_col as usize),
+                x,
+            );
         }
         e += 1;
     }
@@ -132,7 +135,7 @@ unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32>(
     T: crate::gpu::Elem + Default,
 {
     use crate::gpu;
-    const MAX_PER: usize = 12;
+    const MAX_PER: usize = 10; // (64 + 16) / 8 · (32 / 32) for f16
     let e_sector = 32 / T::BYTES as u32; // elements per sector: the halo this T needs
     let tile_rows = TR + e_sector; // rows held in shared memory
     let per = ((tile_rows / BLOCK_ROWS) * (TC / WARP)) as usize;
@@ -145,7 +148,12 @@ unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32>(
     let pitch = TC + 1;
     let addr = |r: u32, c: u32| base + (r * pitch + c) * T::BYTES as u32;
 
-    let at = |e: u32| (ty + (e / (TC / WARP)) * BLOCK_ROWS, tx + (e % (TC / WARP)) * WARP);
+    let at = |e: u32| {
+        (
+            ty + (e / (TC / WARP)) * BLOCK_ROWS,
+            tx + (e % (TC / WARP)) * WARP,
+        )
+    };
     let mut v = [T::default(); MAX_PER];
     let mut e = 0;
     while e < per && e < MAX_PER {
@@ -180,7 +188,10 @@ unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32>(
                 if out_col >= 0 && out_col < rows as i64 {
                     let r_in_tile = (out_col - row0) as u32;
                     let x = T::ld_shared(addr(r_in_tile, c_in_tile));
-                    T::st_global(dst.add(out_row as usize * rows as usize + out_col as usize), x);
+                    T::st_global(
+                        dst.add(out_row as usize * rows as usize + out_col as usize),
+                        x,
+                    );
                 }
                 k += 1;
             }

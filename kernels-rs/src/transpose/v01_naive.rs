@@ -7,9 +7,9 @@
 use super::BLOCK;
 #[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
-use crate::registry::{Family, KernelInfo, Launch};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
+use crate::registry::{Family, KernelInfo, Launch};
 
 /// Input tile a block covers, `(rows, cols)`.
 pub const TILE: (u32, u32) = (32, 32);
@@ -19,7 +19,10 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "naive",
     block: BLOCK,
-    launch: Launch::Tiles { tile: TILE, halo_rows: 0 },
+    launch: Launch::Tiles {
+        tile: TILE,
+        halo_rows: 0,
+    },
     shared_bytes_f32: 0,
     shared_bytes_f16: 0,
     symbols: SYMBOLS,

@@ -4,9 +4,9 @@
 //! `32 · 4` bytes apart: for f32 all 32 lanes fall in one bank, a 32-way conflict that
 //! serialises each column read into 32 wavefronts. Bound: shared-memory wavefronts, not DRAM.
 
-use super::{tile_bytes, TileLayout, BLOCK};
 #[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
+use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo, Launch};
 
 /// Input tile a block covers, `(rows, cols)`.
@@ -30,7 +30,10 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "smem",
     block: BLOCK,
-    launch: Launch::Tiles { tile: TILE, halo_rows: 0 },
+    launch: Launch::Tiles {
+        tile: TILE,
+        halo_rows: 0,
+    },
     shared_bytes_f32: tile_bytes(TILE.0, TILE.1, 4),
     shared_bytes_f16: tile_bytes(TILE.0, TILE.1, 2),
     symbols: SYMBOLS,
@@ -39,7 +42,12 @@ pub const INFO: KernelInfo = KernelInfo {
 
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn transpose_smem<T: crate::gpu::Elem + Default>(src: *const T, dst: *mut T, rows: u32, cols: u32) {
+unsafe fn transpose_smem<T: crate::gpu::Elem + Default>(
+    src: *const T,
+    dst: *mut T,
+    rows: u32,
+    cols: u32,
+) {
     super::transpose_tiled::<T, Plain, { TILE.0 }, { TILE.1 }, BLOCK_ROWS, 4>(src, dst, rows, cols)
 }
 

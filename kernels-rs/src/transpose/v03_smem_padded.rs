@@ -4,9 +4,9 @@
 //! (r + c) mod 32`: the 32 lanes of a column read hit 32 different banks, no conflict, at the
 //! price of 128 bytes of shared memory per tile. Bound: DRAM, like a copy.
 
-use super::{tile_bytes, TileLayout, BLOCK};
 #[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
+use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo, Launch};
 
 /// Input tile a block covers, `(rows, cols)`.
@@ -30,7 +30,10 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "smem_padded",
     block: BLOCK,
-    launch: Launch::Tiles { tile: TILE, halo_rows: 0 },
+    launch: Launch::Tiles {
+        tile: TILE,
+        halo_rows: 0,
+    },
     shared_bytes_f32: tile_bytes(TILE.0, TILE.1 + 1, 4),
     shared_bytes_f16: tile_bytes(TILE.0, TILE.1 + 1, 2),
     symbols: SYMBOLS,
@@ -51,30 +54,4 @@ unsafe fn transpose_smem_padded<T: crate::gpu::Elem + Default>(
 crate::ptx_kernels! {
     fn transpose_smem_padded(src: *const T, dst: *mut T, rows: u32, cols: u32);
     F32 => transpose_smem_padded_f32, F16 => transpose_smem_padded_f16
-}
-
-/// Experiment: the same tile with 32 × 4 threads, 8 elements per thread.
-pub mod experiments {
-    use super::*;
-    /// Registry entry.
-    pub const INFO_BR4: KernelInfo = KernelInfo {
-        name: "smem_padded_br4",
-        block: (32, 4, 1),
-        symbols: SYMBOLS,
-        ..INFO
-    };
-    #[cfg(target_arch = "nvptx64")]
-    #[inline(always)]
-    unsafe fn transpose_smem_padded_br4<T: crate::gpu::Elem + Default>(
-        src: *const T,
-        dst: *mut T,
-        rows: u32,
-        cols: u32,
-    ) {
-        super::super::transpose_tiled::<T, Padded, { TILE.0 }, { TILE.1 }, 4, 8>(src, dst, rows, cols)
-    }
-    crate::ptx_kernels! {
-        fn transpose_smem_padded_br4(src: *const T, dst: *mut T, rows: u32, cols: u32);
-        F32 => transpose_smem_padded_br4_f32, F16 => transpose_smem_padded_br4_f16
-    }
 }

@@ -6,9 +6,9 @@
 //! tensor-core paths will need (ldmatrix/wgmma swizzles are the same idea on 16-byte chunks).
 //! Bound: DRAM, like a copy.
 
-use super::{tile_bytes, TileLayout, BLOCK};
 #[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
+use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo, Launch};
 
 /// Input tile a block covers, `(rows, cols)`.
@@ -32,7 +32,10 @@ pub const INFO: KernelInfo = KernelInfo {
     family: Family::Transpose,
     name: "smem_swizzled",
     block: BLOCK,
-    launch: Launch::Tiles { tile: TILE, halo_rows: 0 },
+    launch: Launch::Tiles {
+        tile: TILE,
+        halo_rows: 0,
+    },
     shared_bytes_f32: tile_bytes(TILE.0, TILE.1, 4),
     shared_bytes_f16: tile_bytes(TILE.0, TILE.1, 2),
     symbols: SYMBOLS,
@@ -47,7 +50,9 @@ unsafe fn transpose_smem_swizzled<T: crate::gpu::Elem + Default>(
     rows: u32,
     cols: u32,
 ) {
-    super::transpose_tiled::<T, Swizzled, { TILE.0 }, { TILE.1 }, BLOCK_ROWS, 4>(src, dst, rows, cols)
+    super::transpose_tiled::<T, Swizzled, { TILE.0 }, { TILE.1 }, BLOCK_ROWS, 4>(
+        src, dst, rows, cols,
+    )
 }
 
 crate::ptx_kernels! {

@@ -1,0 +1,174 @@
+//! PTX checks, no GPU needed: `ptx/` is fresh, every registered kernel is in both flavours and
+//! nothing else is, no aligned barrier or unresolved call survived, and ptxas assembles every
+//! flavour for its architectures without spills.
+//!
+//! With `RUSTILE_STRICT=1` (CI), a check that cannot run fails: the build must have compiled
+//! kernels-rs itself (not fallen back to `ptx/`), and ptxas must be found.
+
+#[path = "../build_support/kernel_build.rs"]
+#[allow(dead_code)]
+mod kernel_build;
+
+use std::path::Path;
+
+use rustile::ptx::{self, Flavour};
+use rustile::{ptxas, KERNELS};
+
+fn strict() -> bool {
+    std::env::var("RUSTILE_STRICT").is_ok_and(|v| v == "1")
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn committed_ptx_matches_the_kernel_sources() {
+    let hash = kernel_build::kernel_source_hash(
+        &root().join("kernels-rs"),
+        &root().join("rust-toolchain.toml"),
+    );
+    let recorded =
+        std::fs::read_to_string(root().join("ptx/SOURCE_HASH")).expect("ptx/SOURCE_HASH");
+    assert_eq!(
+        recorded.trim(),
+        hash,
+        "ptx/ is stale: kernels-rs changed since it was generated; run scripts/regen-ptx and commit ptx/"
+    );
+    assert_eq!(
+        ptx::SOURCE_HASH,
+        hash,
+        "the build embedded PTX from other sources"
+    );
+    match ptx::ORIGIN {
+        "built" => {
+            // This build compiled kernels-rs: the committed PTX must be exactly what it made.
+            for flavour in Flavour::ALL {
+                let file = root()
+                    .join("ptx")
+                    .join(kernel_build::ptx_file_name(flavour.name()));
+                let committed = std::fs::read_to_string(&file).expect("committed PTX");
+                assert!(
+                    committed == flavour.text(),
+                    "{} differs from the PTX this build compiled; run scripts/regen-ptx",
+                    file.display()
+                );
+            }
+        }
+        origin => {
+            assert!(
+                !strict(),
+                "RUSTILE_STRICT=1 but the build used the {origin} PTX: the nvptx toolchain is missing"
+            );
+            println!("NOTE: PTX came from ptx/ (no nvptx toolchain): byte comparison not run");
+        }
+    }
+}
+
+#[test]
+fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
+    let mut registered: Vec<&str> = KERNELS
+        .iter()
+        .flat_map(|k| k.symbols.iter().map(|(_, s)| *s))
+        .collect();
+    registered.sort_unstable();
+    for flavour in Flavour::ALL {
+        let mut entries = ptx::entries(flavour.text());
+        entries.sort_unstable();
+        assert_eq!(
+            entries,
+            registered,
+            "{}: entry points differ from the registry",
+            flavour.name()
+        );
+    }
+}
+
+#[test]
+fn flavours_target_their_architectures() {
+    assert!(Flavour::Sm80.text().contains("\n.target sm_80\n"));
+    assert!(Flavour::Sm90a.text().contains("\n.target sm_90a\n"));
+}
+
+#[test]
+fn no_aligned_barriers_and_no_unresolved_calls() {
+    for flavour in Flavour::ALL {
+        for (i, line) in flavour.text().lines().enumerate() {
+            let l = line.trim_start();
+            // `bar.sync` (and `barrier.sync.aligned`) are undefined if LLVM duplicates them into
+            // divergent branches; rustile's barrier is `barrier.sync` (DESIGN.md).
+            assert!(
+                !l.starts_with("bar.sync") && !l.starts_with("barrier.sync.aligned"),
+                "{} line {}: aligned barrier `{l}`",
+                flavour.name(),
+                i + 1
+            );
+            // A surviving panic path becomes an unresolved extern function.
+            assert!(
+                !l.starts_with(".extern .func"),
+                "{} line {}: `{l}`",
+                flavour.name(),
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn ptxas_assembles_every_flavour_without_spills() {
+    let Some(ptxas) = ptxas::find() else {
+        assert!(
+            !strict(),
+            "RUSTILE_STRICT=1 but ptxas was not found (pip install \"nvidia-cuda-nvcc==13.0.*\")"
+        );
+        println!("SKIPPED: ptxas not found; this check did not run");
+        return;
+    };
+    println!(
+        "{} ({})",
+        ptxas.display(),
+        ptxas::version(&ptxas).unwrap_or_default()
+    );
+    let mut rows = Vec::new();
+    for flavour in Flavour::ALL {
+        for arch in ptxas::archs(flavour) {
+            let got = ptxas::assemble(&ptxas, flavour.text(), arch).unwrap();
+            assert_eq!(
+                got.len(),
+                ptx::entries(flavour.text()).len(),
+                "{arch}: ptxas reported a different number of kernels"
+            );
+            rows.extend(got);
+        }
+    }
+    println!("{}", ptxas::markdown(&rows));
+    let spilling: Vec<_> = rows
+        .iter()
+        .filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0)
+        .collect();
+    assert!(
+        spilling.is_empty(),
+        "kernels spill or use a stack frame: {spilling:#?}"
+    );
+}
+
+#[test]
+fn ptxas_log_parses() {
+    let log = "ptxas info    : Compiling entry function 'k_f32' for 'sm_90'\n\
+               ptxas info    : Function properties for k_f32\n    \
+               8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+               ptxas info    : Used 26 registers, used 1 barriers, 4224 bytes smem\n";
+    let rows = ptxas::parse(log, "sm_90");
+    assert_eq!(
+        rows,
+        vec![ptxas::KernelResources {
+            kernel: "k_f32".into(),
+            arch: "sm_90".into(),
+            registers: 26,
+            shared_bytes: 4224,
+            stack_bytes: 8,
+            spill_stores: 4,
+            spill_loads: 12,
+        }]
+    );
+}
