@@ -9,6 +9,7 @@
 //! Without a GPU the bench prints why and exits successfully: there is nothing to time.
 //! `RUSTILE_BENCH_FAMILY=copy|strided|transpose` restricts the sweep.
 
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use criterion::Criterion;
@@ -107,7 +108,9 @@ fn main() {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         let rows = bench::run(&gpu, &sweep, &timing, seed, |what| {
-            eprint!("\r\x1b[2K{what}")
+            if std::io::stderr().is_terminal() {
+                eprint!("\r\x1b[2K{what}")
+            }
         })
         .unwrap_or_else(|e| panic!("{} sweep failed: {e}", family.name()));
         eprintln!();

@@ -11,6 +11,7 @@
 //! rustile ptx-report      assemble every PTX flavour with ptxas; registers, smem, spills
 //! ```
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -56,10 +57,19 @@ fn seed() -> u64 {
         .unwrap_or(0x5eed)
 }
 
+/// Progress on one terminal line; nothing when stderr is not a terminal (logs stay clean).
 fn progress(i: usize, total: usize, what: &str) {
-    eprint!("\r\x1b[2K[{:>4}/{total}] {what}", i + 1);
-    if i + 1 == total {
-        eprintln!();
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K[{:>4}/{total}] {what}", i + 1);
+        if i + 1 == total {
+            eprintln!();
+        }
+    }
+}
+
+fn status(what: &str) {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K{what}");
     }
 }
 
@@ -128,11 +138,9 @@ fn gpu_job(gpu: &Gpu) -> Result<()> {
             dtypes: vec![DType::F32],
             modes: vec![L2Mode::Rotate],
         };
-        rows.extend(bench::run(gpu, &sweep, &timing, seed(), |what| {
-            eprint!("\r\x1b[2K{what}")
-        })?);
+        rows.extend(bench::run(gpu, &sweep, &timing, seed(), status)?);
     }
-    eprintln!();
+    status("");
     println!("\n{}", bench::markdown(&rows));
     Ok(())
 }
@@ -287,10 +295,8 @@ fn bench_cmd(args: &[String]) -> Result<()> {
         }
         sweep.dtypes = dtypes.clone();
         sweep.modes = modes.clone();
-        let rows = bench::run(&gpu, &sweep, &timing, seed(), |what| {
-            eprint!("\r\x1b[2K{what}")
-        })?;
-        eprintln!();
+        let rows = bench::run(&gpu, &sweep, &timing, seed(), status)?;
+        status("");
         bench::write_results(&rows, &out, family.name())?;
         println!("\n{}", bench::markdown(&rows));
         all.extend(rows);
