@@ -76,7 +76,9 @@ fn event_time(
     start.record(gpu.stream()).unwrap();
     for i in 0..iters as usize {
         let s = i % srcs.len();
-        problem.launch(gpu, kernel, &srcs[s], &mut dsts[s]).unwrap();
+        problem
+            .launch_gpu(gpu, kernel, &srcs[s], &mut dsts[s])
+            .unwrap();
     }
     end.record(gpu.stream()).unwrap();
     end.synchronize().unwrap();

@@ -111,6 +111,29 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
     Ok(out)
 }
 
+/// Parses one shape: copy `N`; strided `N:S` (`N` alone is stride 1); transpose `RxC`.
+pub fn parse_shape(family: Family, text: &str) -> Result<Problem> {
+    let bad = || Error::Usage(format!("bad shape `{text}` for {}", family.name()));
+    let num = |s: &str| s.trim().parse::<usize>().map_err(|_| bad());
+    Ok(match family {
+        Family::Copy => Problem::Copy(CopyProblem { n: num(text)? }),
+        Family::Strided => {
+            let (n, s) = text.split_once(':').unwrap_or((text, "1"));
+            Problem::Strided(StridedProblem {
+                n: num(n)?,
+                stride: num(s)?,
+            })
+        }
+        Family::Transpose => {
+            let (r, c) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+            Problem::Transpose(TransposeProblem {
+                rows: num(r)?,
+                cols: num(c)?,
+            })
+        }
+    })
+}
+
 /// Runs a sweep. `progress` hears about each case before it runs.
 pub fn run(
     gpu: &Gpu,
@@ -203,7 +226,7 @@ fn bench_problem<T: DeviceElem>(
             let name = check::kernel_name(kernel);
             progress(&format!("validate {name} {} {shape}", T::DTYPE.name()));
             gpu.fill(&mut dsts[0], T::POISON, "bench output")?;
-            problem.launch(gpu, kernel, &srcs[0], &mut dsts[0])?;
+            problem.launch_gpu(gpu, kernel, &srcs[0], &mut dsts[0])?;
             let got = gpu.download(&dsts[0], "bench output")?;
             check::exact(&name, &shape, &got, &reference)?;
             for &mode in &sweep.modes {
@@ -215,7 +238,7 @@ fn bench_problem<T: DeviceElem>(
                 let cfg = TimingConfig { mode, ..*timing };
                 let stats = harness::time(gpu, &cfg, |i| {
                     let s = i % sets;
-                    problem.launch(gpu, kernel, &srcs[s], &mut dsts[s])
+                    problem.launch_gpu(gpu, kernel, &srcs[s], &mut dsts[s])
                 })?;
                 rows.push(row(
                     sweep.family,

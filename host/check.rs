@@ -3,12 +3,13 @@
 //! The checks are pure functions of lengths, addresses and shapes, so they are tested without
 //! a GPU; the launchers call them before touching the device.
 
-use cudarc::driver::{CudaFunction, LaunchConfig};
+use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use rustile_kernels::registry::{DType, KernelInfo};
 
 use crate::elem::DeviceElem;
-use crate::error::{Error, Result};
+use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
+use crate::sim::{SimBuf, SimLaunch, Simulator};
 
 /// A buffer argument, as the checks see it.
 #[derive(Clone, Copy, Debug)]
@@ -171,4 +172,118 @@ pub fn exact<T: DeviceElem>(kernel: &str, shape: &str, got: &[T], want: &[T]) ->
             ),
         }),
     }
+}
+
+/// A scalar kernel argument (after the two pointers every rustile kernel starts with).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scalar {
+    /// `u32` parameter.
+    U32(u32),
+    /// `u64` parameter.
+    U64(u64),
+}
+
+impl Scalar {
+    fn widened(self) -> u64 {
+        match self {
+            Scalar::U32(v) => v as u64,
+            Scalar::U64(v) => v,
+        }
+    }
+}
+
+/// What a family's planner computed from checked arguments: the grid and the scalar arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Blocks `(x, y, z)`.
+    pub grid: (u64, u64, u64),
+    /// Arguments after `(src, dst)`.
+    pub scalars: Vec<Scalar>,
+}
+
+/// Launches `kernel` on the GPU: every rustile kernel takes `(src: *const T, dst: *mut T,
+/// scalars…)`; `plan` checks the buffers and computes the grid and scalars. Asynchronous.
+pub(crate) fn launch_on_gpu<T: DeviceElem>(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    src: &impl DevicePtr<T>,
+    dst: &mut impl DevicePtrMut<T>,
+    plan: impl FnOnce(BufArg, BufArg) -> Result<Plan>,
+) -> Result<()> {
+    let stream = gpu.stream();
+    let (src_len, dst_len) = (src.len(), dst.len());
+    let (src_ptr, _src_guard) = src.device_ptr(stream);
+    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
+    let plan = plan(
+        BufArg {
+            name: "src",
+            len: src_len,
+            addr: src_ptr,
+        },
+        BufArg {
+            name: "dst",
+            len: dst_len,
+            addr: dst_ptr,
+        },
+    )?;
+    let (f, cfg) = prepare(gpu, kernel, T::DTYPE, plan.grid)?;
+    let mut args = stream.launch_builder(&f);
+    args.arg(&src_ptr).arg(&dst_ptr);
+    for s in &plan.scalars {
+        match s {
+            Scalar::U32(v) => args.arg(v),
+            Scalar::U64(v) => args.arg(v),
+        };
+    }
+    // SAFETY: every rustile kernel's signature is `(src: *const T, dst: *mut T, scalars…)` with
+    // the scalars in `plan.scalars`' order and types (each family's `plan` builds them from its
+    // kernel's signature); `plan` proved both buffers hold what the shape needs with the
+    // alignment the variant needs and that the grid covers the shape within the device's
+    // limits; src and dst are distinct allocations or views (Rust's & / &mut borrows).
+    unsafe { args.launch(cfg) }.during(|| format!("launching {}", kernel_name(kernel)))?;
+    Ok(())
+}
+
+/// Runs `kernel` in the simulator, with the same checks and plan as on the GPU. Synchronous.
+pub(crate) fn launch_on_sim<T: DeviceElem>(
+    sim: &Simulator,
+    kernel: &KernelInfo,
+    src: &SimBuf<T>,
+    dst: &SimBuf<T>,
+    plan: impl FnOnce(BufArg, BufArg) -> Result<Plan>,
+) -> Result<()> {
+    let name = kernel_name(kernel);
+    let entry = kernel.entry(T::DTYPE).ok_or_else(|| Error::UnknownKernel {
+        family: kernel.family.name().into(),
+        variant: kernel.name.into(),
+        dtype: T::DTYPE.name(),
+    })?;
+    let plan = plan(
+        BufArg {
+            name: "src",
+            len: src.len(),
+            addr: src.addr(),
+        },
+        BufArg {
+            name: "dst",
+            len: dst.len(),
+            addr: dst.addr(),
+        },
+    )?;
+    let limit = sim.limits().max_grid;
+    let (gx, gy, gz) = plan.grid;
+    if gx > limit.0 as u64 || gy > limit.1 as u64 || gz > limit.2 as u64 {
+        return Err(Error::TooLarge {
+            kernel: name,
+            what: format!("grid {:?} exceeds the device's limit {limit:?}", plan.grid),
+        });
+    }
+    let mut args = vec![src.addr(), dst.addr()];
+    args.extend(plan.scalars.iter().map(|s| s.widened()));
+    let launch = SimLaunch {
+        grid: (gx as u32, gy as u32, gz as u32),
+        block: kernel.block,
+        shared_bytes: kernel.shared_bytes(T::DTYPE),
+    };
+    sim.launch(&name, entry.sim, &launch, &args)
 }

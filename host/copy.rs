@@ -1,12 +1,12 @@
 //! Copy family: `dst[i] = src[i]`, `n` elements.
 
-use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
 use rustile_kernels::copy::{v01_scalar, v02_vec16, v03_grid_stride};
 use rustile_kernels::registry::KernelInfo;
 
-use crate::check::{self, BufArg};
+use crate::check::{self, BufArg, Plan, Scalar};
 use crate::elem::DeviceElem;
-use crate::error::{DriverContext, Result};
+use crate::error::Result;
 use crate::gpu::Gpu;
 
 /// A copy of `n` elements.
@@ -57,6 +57,21 @@ impl CopyProblem {
         Ok(())
     }
 
+    /// Checks the arguments and plans the launch: `(src, dst, n: u64)`.
+    pub fn plan<T: DeviceElem>(
+        &self,
+        kernel: &KernelInfo,
+        src: BufArg,
+        dst: BufArg,
+        sm_count: u32,
+    ) -> Result<Plan> {
+        self.check::<T>(kernel, src, dst)?;
+        Ok(Plan {
+            grid: self.grid(kernel, std::mem::size_of::<T>(), sm_count),
+            scalars: vec![Scalar::U64(self.n as u64)],
+        })
+    }
+
     /// Grid (blocks) for `kernel`.
     pub fn grid(&self, kernel: &KernelInfo, elem_bytes: usize, sm_count: u32) -> (u64, u64, u64) {
         let (n, b) = (self.n as u64, elem_bytes as u64);
@@ -100,33 +115,8 @@ pub fn launch<T: DeviceElem>(
     src: &impl DevicePtr<T>,
     dst: &mut impl DevicePtrMut<T>,
 ) -> Result<()> {
-    let stream = gpu.stream();
-    let (src_len, dst_len) = (src.len(), dst.len());
-    let (src_ptr, _src_guard) = src.device_ptr(stream);
-    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
-    problem.check::<T>(
-        kernel,
-        BufArg {
-            name: "src",
-            len: src_len,
-            addr: src_ptr,
-        },
-        BufArg {
-            name: "dst",
-            len: dst_len,
-            addr: dst_ptr,
-        },
-    )?;
-    let grid = problem.grid(kernel, std::mem::size_of::<T>(), gpu.info().sm_count);
-    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, grid)?;
-    let n = problem.n as u64;
-    let mut args = stream.launch_builder(&f);
-    args.arg(&src_ptr).arg(&dst_ptr).arg(&n);
-    // SAFETY: the kernel is `(src: *const T, dst: *mut T, n: u64)`; `check` proved both buffers
-    // hold ≥ n elements of T with the alignment this variant needs; src and dst are distinct
-    // allocations or views (Rust's & / &mut borrows), so the kernel's reads and writes do not
-    // alias; the grid covers n as the variant's `grid_blocks` requires.
-    unsafe { args.launch(cfg) }
-        .during(|| format!("launching copy/{} {}", kernel.name, problem.shape()))?;
-    Ok(())
+    let sm_count = gpu.info().sm_count;
+    check::launch_on_gpu(gpu, kernel, src, dst, |s, d| {
+        problem.plan::<T>(kernel, s, d, sm_count)
+    })
 }

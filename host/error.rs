@@ -125,6 +125,17 @@ pub enum Error {
         #[source]
         source: DriverError,
     },
+    /// The simulator caught the kernel doing something wrong (out-of-bounds access, race,
+    /// barrier divergence, deadlock, trap, panic).
+    #[error("{kernel}: {at}: {what}")]
+    Sim {
+        /// Kernel.
+        kernel: String,
+        /// Block, thread and source location.
+        at: String,
+        /// What happened, with addresses.
+        what: String,
+    },
     /// Bad command-line or configuration input.
     #[error("{0}")]
     Usage(String),

@@ -12,6 +12,7 @@
 //! The kernels' own constants (block shapes, tile sizes, shared bytes, symbols) come from
 //! [`rustile_kernels`], compiled for the host, so a launch cannot drift from its kernel.
 
+pub mod backend;
 pub mod bench;
 pub mod check;
 pub mod copy;
@@ -23,10 +24,12 @@ pub mod harness;
 pub mod problem;
 pub mod ptx;
 pub mod ptxas;
+pub mod sim;
 pub mod strided;
 pub mod suite;
 pub mod transpose;
 
+pub use backend::{Backend, Buf};
 pub use elem::DeviceElem;
 pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};

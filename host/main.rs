@@ -4,7 +4,11 @@
 //! rustile                 the main job: on a GPU, validate every kernel and time the headline
 //!                         cases; without one, the CPU-side suite
 //! rustile info            device, limits and ceilings
-//! rustile validate        validate every kernel at every validation shape (GPU)
+//! rustile validate [--sim] validate every kernel at every validation shape (GPU, or the
+//!                         simulator where there is none or with --sim)
+//! rustile analyze KERNEL [SHAPE] [--dtype f32|f16]
+//!                         run KERNEL (family/variant) in the simulator and report its global
+//!                         sectors per request and shared-memory bank conflicts, per source line
 //! rustile bench FAMILY    sweep a family (copy | strided | transpose | all) on the GPU
 //!     [--sizes LIST] [--dtype f32|f16|all] [--l2 rotate|flush|both]
 //!     [--reps N] [--warmup N] [--out DIR]
@@ -19,7 +23,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use rustile::bench::{self, Sweep};
 use rustile::harness::{L2Mode, TimingConfig};
 use rustile::ptx::Flavour;
-use rustile::{ptxas, suite, DType, Error, Family, Gpu, Result};
+use rustile::sim::Simulator;
+use rustile::{ptxas, suite, Backend, DType, Error, Family, Gpu, Result, KERNELS};
 
 const USAGE: &str =
     "usage: rustile [run | info | validate | ptx-report | bench FAMILY [--sizes LIST] \
@@ -32,7 +37,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         None | Some("run") => main_job(),
         Some("info") => info(),
-        Some("validate") => Gpu::new(0).and_then(|gpu| validate(&gpu)),
+        Some("validate") if args.get(1).map(String::as_str) == Some("--sim") => {
+            validate(&Backend::Simulator(Simulator::default()))
+        }
+        Some("validate") => Backend::gpu_or_simulator().and_then(|(b, _)| validate(&b)),
+        Some("analyze") => analyze(&args[1..]),
         Some("bench") => bench_cmd(&args[1..]),
         Some("ptx-report") => ptx_report(true),
         Some("-h" | "--help" | "help") => {
@@ -81,17 +90,21 @@ fn main_job() -> Result<()> {
         rustile::ptx::ORIGIN,
         &rustile::ptx::SOURCE_HASH[..12]
     );
-    match Gpu::new(0) {
-        Ok(gpu) => gpu_job(&gpu),
-        Err(e @ (Error::NoDriver | Error::NoDevice(_))) => {
-            println!("\n{e}");
+    let (backend, no_gpu) = Backend::gpu_or_simulator()?;
+    match (&backend, no_gpu) {
+        (Backend::Gpu(gpu), _) => gpu_job(&backend, gpu),
+        (_, why) => {
+            if let Some(e) = why {
+                println!("\n{e}");
+            }
             println!(
-                "Needs a GPU: kernel validation (`rustile validate`), benchmarks (`rustile bench`), \
-                 the GPU tests (`cargo test -- --ignored`). Running the CPU-side suite instead.\n"
+                "Needs a GPU: timings (`rustile bench`, `cargo bench`) and the GPU tests \
+                 (`cargo test -- --ignored`). Running the CPU-side suite and every kernel in the \
+                 simulator instead.\n"
             );
-            cpu_job()
+            cpu_job()?;
+            validate(&backend)
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -118,9 +131,9 @@ fn cpu_job() -> Result<()> {
     }
 }
 
-fn gpu_job(gpu: &Gpu) -> Result<()> {
+fn gpu_job(backend: &Backend, gpu: &Gpu) -> Result<()> {
     print_info(gpu);
-    validate(gpu)?;
+    validate(backend)?;
     // Headline cases: best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193.
     let timing = TimingConfig {
         warmup: 3,
@@ -145,15 +158,15 @@ fn gpu_job(gpu: &Gpu) -> Result<()> {
     Ok(())
 }
 
-fn validate(gpu: &Gpu) -> Result<()> {
+fn validate(backend: &Backend) -> Result<()> {
     let seed = seed();
     let start = Instant::now();
-    let outcomes = suite::validate_all(gpu, seed, progress);
+    let outcomes = suite::validate_all(backend, seed, progress);
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     println!(
         "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
         outcomes.len(),
-        gpu.info().name,
+        backend.name(),
         start.elapsed().as_secs_f64(),
         outcomes.len() - failed.len(),
         failed.len()
@@ -175,6 +188,66 @@ fn validate(gpu: &Gpu) -> Result<()> {
             failed.len()
         )))
     }
+}
+
+fn analyze(args: &[String]) -> Result<()> {
+    let id = args
+        .first()
+        .ok_or_else(|| Error::Usage(format!("analyze needs a kernel (family/variant)\n{USAGE}")))?;
+    let (family_name, variant) = id
+        .split_once('/')
+        .ok_or_else(|| Error::Usage(format!("`{id}`: name a kernel as family/variant")))?;
+    let family = Family::ALL
+        .into_iter()
+        .find(|f| f.name() == family_name)
+        .ok_or_else(|| Error::Usage(format!("unknown family `{family_name}`")))?;
+    let kernel = rustile_kernels::registry::find(family, variant).ok_or_else(|| {
+        let names: Vec<_> = KERNELS
+            .iter()
+            .filter(|k| k.family == family)
+            .map(|k| k.name)
+            .collect();
+        Error::Usage(format!(
+            "unknown variant `{variant}`; {} has {}",
+            family.name(),
+            names.join(", ")
+        ))
+    })?;
+    let mut shape = match family {
+        Family::Copy => "4096".to_string(),
+        Family::Strided => "4096:4".to_string(),
+        Family::Transpose => "256x256".to_string(),
+    };
+    let mut dtype = DType::F32;
+    let mut it = args[1..].iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dtype" => {
+                dtype = match it.next().map(String::as_str) {
+                    Some("f32") => DType::F32,
+                    Some("f16") => DType::F16,
+                    other => return Err(Error::Usage(format!("--dtype f32|f16, got {other:?}"))),
+                }
+            }
+            s if !s.starts_with("--") => shape = s.to_string(),
+            other => return Err(Error::Usage(format!("unknown option `{other}`\n{USAGE}"))),
+        }
+    }
+    let problem = bench::parse_shape(family, &shape)?;
+    let analysis = suite::analyze(kernel, dtype, &problem, seed())?;
+    println!(
+        "{}/{} {} {} in the simulator (validated against the CPU reference):\n",
+        family.name(),
+        kernel.name,
+        dtype.name(),
+        problem.shape()
+    );
+    println!("{}", analysis.markdown());
+    println!(
+        "global efficiency = distinct bytes / (32 · sectors touched); shared: wavefronts per \
+         instruction and conflict degree (1 = no bank conflict)"
+    );
+    Ok(())
 }
 
 fn print_info(gpu: &Gpu) {

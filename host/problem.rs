@@ -4,6 +4,8 @@
 use cudarc::driver::CudaSlice;
 use rustile_kernels::registry::{Family, KernelInfo};
 
+use crate::backend::{Backend, Buf, Pair};
+use crate::check::{self, BufArg, Plan};
 use crate::copy::CopyProblem;
 use crate::elem::DeviceElem;
 use crate::error::{Error, Result};
@@ -68,14 +70,14 @@ impl Problem {
         }
     }
 
-    /// Launches `kernel` (which must belong to this problem's family). Asynchronous.
-    pub fn launch<T: DeviceElem>(
+    /// Checks the arguments of `kernel` and plans its launch (grid and scalar arguments).
+    pub fn plan<T: DeviceElem>(
         &self,
-        gpu: &Gpu,
         kernel: &KernelInfo,
-        src: &CudaSlice<T>,
-        dst: &mut CudaSlice<T>,
-    ) -> Result<()> {
+        src: BufArg,
+        dst: BufArg,
+        sm_count: u32,
+    ) -> Result<Plan> {
         if kernel.family != self.family() {
             return Err(Error::Usage(format!(
                 "kernel {}/{} cannot run a {} problem",
@@ -85,10 +87,48 @@ impl Problem {
             )));
         }
         match self {
-            Problem::Copy(p) => crate::copy::launch(gpu, kernel, p, src, dst),
-            Problem::Strided(p) => crate::strided::launch(gpu, kernel, p, src, dst),
-            Problem::Transpose(p) => crate::transpose::launch(gpu, kernel, p, src, dst),
+            Problem::Copy(p) => p.plan::<T>(kernel, src, dst, sm_count),
+            Problem::Strided(p) => p.plan::<T>(kernel, src, dst),
+            Problem::Transpose(p) => p.plan::<T>(kernel, src, dst),
         }
+    }
+
+    /// Launches `kernel` (which must belong to this problem's family) on either back end.
+    /// Asynchronous on the GPU.
+    pub fn launch<T: DeviceElem>(
+        &self,
+        backend: &Backend,
+        kernel: &KernelInfo,
+        src: &Buf<T>,
+        dst: &mut Buf<T>,
+    ) -> Result<()> {
+        let sm_count = backend.sm_count();
+        match backend.pair(src, dst)? {
+            Pair::Gpu(s, d) => match backend {
+                Backend::Gpu(gpu) => self.launch_gpu(gpu, kernel, s, d),
+                Backend::Simulator(_) => unreachable!("pair() matched the back end"),
+            },
+            Pair::Sim(s, d) => match backend {
+                Backend::Simulator(sim) => check::launch_on_sim(sim, kernel, s, d, |sa, da| {
+                    self.plan::<T>(kernel, sa, da, sm_count)
+                }),
+                Backend::Gpu(_) => unreachable!("pair() matched the back end"),
+            },
+        }
+    }
+
+    /// Launches `kernel` on the GPU. Asynchronous.
+    pub fn launch_gpu<T: DeviceElem>(
+        &self,
+        gpu: &Gpu,
+        kernel: &KernelInfo,
+        src: &CudaSlice<T>,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let sm_count = gpu.info().sm_count;
+        check::launch_on_gpu(gpu, kernel, src, dst, |s, d| {
+            self.plan::<T>(kernel, s, d, sm_count)
+        })
     }
 }
 

@@ -1,12 +1,12 @@
 //! Strided copy family: `dst[i] = src[i · stride]`, `n` output elements.
 
-use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
 use rustile_kernels::registry::KernelInfo;
 use rustile_kernels::strided::v01_gather;
 
-use crate::check::{self, BufArg};
+use crate::check::{self, BufArg, Plan, Scalar};
 use crate::elem::DeviceElem;
-use crate::error::{DriverContext, Result};
+use crate::error::Result;
 use crate::gpu::Gpu;
 
 pub use rustile_kernels::strided::BENCH_STRIDES;
@@ -62,6 +62,20 @@ impl StridedProblem {
         check::naturally_aligned::<T>(kernel, &[src, dst])
     }
 
+    /// Checks the arguments and plans the launch: `(src, dst, n: u64, stride: u64)`.
+    pub fn plan<T: DeviceElem>(
+        &self,
+        kernel: &KernelInfo,
+        src: BufArg,
+        dst: BufArg,
+    ) -> Result<Plan> {
+        self.check::<T>(kernel, src, dst)?;
+        Ok(Plan {
+            grid: (v01_gather::grid_blocks(self.n as u64), 1, 1),
+            scalars: vec![Scalar::U64(self.n as u64), Scalar::U64(self.stride as u64)],
+        })
+    }
+
     /// CPU reference.
     pub fn reference<T: Copy>(&self, src: &[T]) -> Vec<T> {
         (0..self.n).map(|i| src[i * self.stride]).collect()
@@ -84,32 +98,7 @@ pub fn launch<T: DeviceElem>(
     src: &impl DevicePtr<T>,
     dst: &mut impl DevicePtrMut<T>,
 ) -> Result<()> {
-    let stream = gpu.stream();
-    let (src_len, dst_len) = (src.len(), dst.len());
-    let (src_ptr, _src_guard) = src.device_ptr(stream);
-    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
-    problem.check::<T>(
-        kernel,
-        BufArg {
-            name: "src",
-            len: src_len,
-            addr: src_ptr,
-        },
-        BufArg {
-            name: "dst",
-            len: dst_len,
-            addr: dst_ptr,
-        },
-    )?;
-    let grid = (v01_gather::grid_blocks(problem.n as u64), 1, 1);
-    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, grid)?;
-    let (n, stride) = (problem.n as u64, problem.stride as u64);
-    let mut args = stream.launch_builder(&f);
-    args.arg(&src_ptr).arg(&dst_ptr).arg(&n).arg(&stride);
-    // SAFETY: the kernel is `(src: *const T, dst: *mut T, n: u64, stride: u64)`; `check` proved
-    // src holds (n-1)·stride+1 elements and dst n, naturally aligned, without overflow; the
-    // borrows keep src and dst from aliasing.
-    unsafe { args.launch(cfg) }
-        .during(|| format!("launching strided/{} {}", kernel.name, problem.shape()))?;
-    Ok(())
+    check::launch_on_gpu(gpu, kernel, src, dst, |s, d| {
+        problem.plan::<T>(kernel, s, d)
+    })
 }

@@ -5,23 +5,44 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
 
+use crate::backend::{Backend, Buf};
 use crate::check;
 use crate::copy::CopyProblem;
 use crate::elem::{random_vec, DeviceElem};
 use crate::error::Result;
-use crate::gpu::Gpu;
 use crate::problem::Problem;
 use crate::strided::{StridedProblem, BENCH_STRIDES};
 use crate::transpose::TransposeProblem;
 
+/// How large the validation shapes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Every shape, up to ten million elements (the GPU).
+    Device,
+    /// The shapes of at most ~70 000 elements, still covering every odd case (the simulator).
+    Simulator,
+}
+
 /// Shapes every variant of `family` is validated at: tiny, odd, just around tile and vector
-/// multiples, and one large enough to span many waves.
-pub fn validation_problems(family: Family) -> Vec<Problem> {
-    match family {
-        Family::Copy => [1, 3, 7, 8, 9, 255, 1000, 4097, (1 << 20) + 3, 10_000_019]
-            .into_iter()
-            .map(|n| Problem::Copy(CopyProblem { n }))
-            .collect(),
+/// multiples, and (at [`Scale::Device`]) large enough to span many waves.
+pub fn validation_problems(family: Family, scale: Scale) -> Vec<Problem> {
+    let all: Vec<Problem> = match family {
+        Family::Copy => [
+            1,
+            3,
+            7,
+            8,
+            9,
+            255,
+            1000,
+            4097,
+            65_539,
+            (1 << 20) + 3,
+            10_000_019,
+        ]
+        .into_iter()
+        .map(|n| Problem::Copy(CopyProblem { n }))
+        .collect(),
         Family::Strided => [1usize, 999, 65_537]
             .into_iter()
             .flat_map(|n| {
@@ -40,6 +61,8 @@ pub fn validation_problems(family: Family) -> Vec<Problem> {
             (31, 33),
             (32, 32),
             (64, 96),
+            (130, 67),
+            (257, 129),
             (1000, 999),
             (1025, 4097),
             (2049, 4095),
@@ -47,25 +70,35 @@ pub fn validation_problems(family: Family) -> Vec<Problem> {
         .into_iter()
         .map(|(rows, cols)| Problem::Transpose(TransposeProblem { rows, cols }))
         .collect(),
+    };
+    match scale {
+        Scale::Device => all,
+        Scale::Simulator => all
+            .into_iter()
+            .filter(|p| p.lens().0 <= 70_000 && p.lens().1 <= 70_000)
+            .collect(),
     }
 }
 
 /// Runs `kernel` once on `problem` with fresh random input and a poisoned output, and compares
 /// the result with the CPU reference bit for bit.
 pub fn validate<T: DeviceElem>(
-    gpu: &Gpu,
+    backend: &Backend,
     kernel: &KernelInfo,
     problem: &Problem,
     rng: &mut SmallRng,
 ) -> Result<()> {
     let (src_len, dst_len) = problem.lens();
     let host_src: Vec<T> = random_vec(src_len, rng);
-    let src = gpu.upload(&host_src, "validation input")?;
-    let mut dst = gpu.alloc::<T>(dst_len, "validation output")?;
-    gpu.fill(&mut dst, T::POISON, "validation output")?;
-    problem.launch(gpu, kernel, &src, &mut dst)?;
-    gpu.synchronize(&check::kernel_name(kernel))?;
-    let got = gpu.download(&dst, "validation output")?;
+    let src = backend.upload(&host_src, "validation input")?;
+    let mut dst = backend.filled(dst_len, T::POISON, "validation output")?;
+    problem.launch(backend, kernel, &src, &mut dst)?;
+    backend.synchronize(&check::kernel_name(kernel))?;
+    let got = backend.download(&dst, "validation output")?;
+    if let (Backend::Simulator(sim), Buf::Sim(s), Buf::Sim(d)) = (backend, src, dst) {
+        sim.free(s);
+        sim.free(d);
+    }
     check::exact(
         &check::kernel_name(kernel),
         &problem.shape(),
@@ -87,24 +120,34 @@ pub struct CaseOutcome {
     pub error: Option<String>,
 }
 
+/// Every (kernel, dtype, problem) case of the registry at `scale`.
+pub fn cases(scale: Scale) -> Vec<(&'static KernelInfo, DType, Problem)> {
+    KERNELS
+        .iter()
+        .flat_map(|k| {
+            k.symbols.iter().map(|e| e.dtype).flat_map(move |dtype| {
+                validation_problems(k.family, scale)
+                    .into_iter()
+                    .map(move |p| (*k, dtype, p))
+            })
+        })
+        .collect()
+}
+
 /// Validates every variant of every family, for every dtype it is instantiated for, at every
-/// shape of [`validation_problems`]. `progress` is told each case before it runs.
+/// shape of [`validation_problems`] (at the scale that suits the back end). `progress` is told
+/// each case before it runs.
 pub fn validate_all(
-    gpu: &Gpu,
+    backend: &Backend,
     seed: u64,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let cases: Vec<(&KernelInfo, DType, Problem)> = KERNELS
-        .iter()
-        .flat_map(|k| {
-            k.symbols.iter().flat_map(move |(dtype, _)| {
-                validation_problems(k.family)
-                    .into_iter()
-                    .map(move |p| (*k, *dtype, p))
-            })
-        })
-        .collect();
+    let scale = match backend {
+        Backend::Gpu(_) => Scale::Device,
+        Backend::Simulator(_) => Scale::Simulator,
+    };
+    let cases = cases(scale);
     let total = cases.len();
     cases
         .into_iter()
@@ -117,8 +160,8 @@ pub fn validate_all(
                 &format!("{name} {} {}", dtype.name(), problem.shape()),
             );
             let result = match dtype {
-                DType::F32 => validate::<f32>(gpu, kernel, &problem, &mut rng),
-                DType::F16 => validate::<half::f16>(gpu, kernel, &problem, &mut rng),
+                DType::F32 => validate::<f32>(backend, kernel, &problem, &mut rng),
+                DType::F16 => validate::<half::f16>(backend, kernel, &problem, &mut rng),
             };
             CaseOutcome {
                 kernel: name,
@@ -128,6 +171,28 @@ pub fn validate_all(
             }
         })
         .collect()
+}
+
+/// Runs `kernel` on `problem` once in the simulator (validated against the reference) and
+/// returns its memory-access analysis.
+pub fn analyze(
+    kernel: &KernelInfo,
+    dtype: DType,
+    problem: &Problem,
+    seed: u64,
+) -> Result<crate::sim::Analysis> {
+    let sim = crate::sim::Simulator::default();
+    sim.start_analysis();
+    let backend = Backend::Simulator(sim);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    match dtype {
+        DType::F32 => validate::<f32>(&backend, kernel, problem, &mut rng)?,
+        DType::F16 => validate::<half::f16>(&backend, kernel, problem, &mut rng)?,
+    }
+    let Backend::Simulator(sim) = backend else {
+        unreachable!()
+    };
+    Ok(sim.take_analysis().unwrap_or_default())
 }
 
 /// One check the CPU-side suite ran.
@@ -146,7 +211,7 @@ pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut out = Vec::new();
     for family in Family::ALL {
-        for problem in validation_problems(family) {
+        for problem in validation_problems(family, Scale::Device) {
             let (src_len, _) = problem.lens();
             let src: Vec<f32> = random_vec(src_len, &mut rng);
             let wide: Vec<f64> = src.iter().map(|&v| v as f64).collect();
@@ -163,7 +228,7 @@ pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
     for flavour in crate::ptx::Flavour::ALL {
         let text = flavour.text();
         for kernel in KERNELS {
-            for (_, symbol) in kernel.symbols {
+            for symbol in kernel.symbols.iter().map(|e| e.symbol) {
                 let error = (!crate::ptx::has_entry(text, symbol)).then(|| "missing".to_string());
                 out.push(CpuCheck {
                     what: format!("{} has `{symbol}`", flavour.name()),

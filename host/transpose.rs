@@ -1,12 +1,12 @@
 //! Transpose family: `out[c][r] = in[r][c]`, `in` is `rows × cols` row-major.
 
-use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
 use rustile_kernels::registry::{KernelInfo, Launch};
 use rustile_kernels::transpose::{self as tk, v03_smem_padded, v05_sector_aligned};
 
-use crate::check::{self, BufArg};
+use crate::check::{self, BufArg, Plan, Scalar};
 use crate::elem::DeviceElem;
-use crate::error::{DriverContext, Error, Result};
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
 /// A transpose of a `rows × cols` matrix.
@@ -84,6 +84,21 @@ impl TransposeProblem {
         check::naturally_aligned::<T>(kernel, &[src, dst])
     }
 
+    /// Checks the arguments and plans the launch: `(src, dst, rows: u32, cols: u32)`; the kernel
+    /// masks every element outside `rows × cols`.
+    pub fn plan<T: DeviceElem>(
+        &self,
+        kernel: &KernelInfo,
+        src: BufArg,
+        dst: BufArg,
+    ) -> Result<Plan> {
+        self.check::<T>(kernel, src, dst)?;
+        Ok(Plan {
+            grid: self.grid(kernel),
+            scalars: vec![Scalar::U32(self.rows as u32), Scalar::U32(self.cols as u32)],
+        })
+    }
+
     /// Grid for `kernel` (zero for a kernel that is not tiled).
     pub fn grid(&self, kernel: &KernelInfo) -> (u64, u64, u64) {
         kernel
@@ -137,32 +152,7 @@ pub fn launch<T: DeviceElem>(
     src: &impl DevicePtr<T>,
     dst: &mut impl DevicePtrMut<T>,
 ) -> Result<()> {
-    let stream = gpu.stream();
-    let (src_len, dst_len) = (src.len(), dst.len());
-    let (src_ptr, _src_guard) = src.device_ptr(stream);
-    let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
-    problem.check::<T>(
-        kernel,
-        BufArg {
-            name: "src",
-            len: src_len,
-            addr: src_ptr,
-        },
-        BufArg {
-            name: "dst",
-            len: dst_len,
-            addr: dst_ptr,
-        },
-    )?;
-    let (f, cfg) = check::prepare(gpu, kernel, T::DTYPE, problem.grid(kernel))?;
-    let (rows, cols) = (problem.rows as u32, problem.cols as u32);
-    let mut args = stream.launch_builder(&f);
-    args.arg(&src_ptr).arg(&dst_ptr).arg(&rows).arg(&cols);
-    // SAFETY: the kernel is `(src: *const T, dst: *mut T, rows: u32, cols: u32)`; `check`
-    // proved both buffers hold rows·cols elements, rows/cols fit the kernel's u32 indices and the
-    // grid; the kernel masks every element outside rows × cols; `prepare` set the shared bytes
-    // the variant's tile needs; the borrows keep src and dst from aliasing.
-    unsafe { args.launch(cfg) }
-        .during(|| format!("launching transpose/{} {}", kernel.name, problem.shape()))?;
-    Ok(())
+    check::launch_on_gpu(gpu, kernel, src, dst, |s, d| {
+        problem.plan::<T>(kernel, s, d)
+    })
 }

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rustile::copy::CopyProblem;
 use rustile::strided::StridedProblem;
 use rustile::transpose::TransposeProblem;
-use rustile::{copy, strided, suite, transpose, Error, Gpu, Problem};
+use rustile::{copy, strided, suite, transpose, Backend, Error, Gpu, Problem};
 
 fn gpu() -> Gpu {
     Gpu::new(0).expect("these tests need a GPU")
@@ -26,14 +26,11 @@ fn fresh_seed() -> u64 {
 #[test]
 #[ignore = "needs a GPU"]
 fn every_kernel_matches_its_reference_at_odd_shapes() {
-    let gpu = gpu();
+    let backend = Backend::Gpu(gpu());
     let seed = fresh_seed();
-    let outcomes = suite::validate_all(&gpu, seed, |_, _, _| {});
+    let outcomes = suite::validate_all(&backend, seed, |_, _, _| {});
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    let expected: usize = rustile::KERNELS
-        .iter()
-        .map(|k| k.symbols.len() * suite::validation_problems(k.family).len())
-        .sum();
+    let expected = suite::cases(suite::Scale::Device).len();
     println!(
         "{} kernel × dtype × shape cases ran (seed {seed})",
         outcomes.len()
@@ -49,12 +46,12 @@ fn every_kernel_matches_its_reference_at_odd_shapes() {
 #[test]
 #[ignore = "needs a GPU"]
 fn headline_transpose_shapes_are_exact() {
-    let gpu = gpu();
+    let backend = Backend::Gpu(gpu());
     let mut rng = SmallRng::seed_from_u64(fresh_seed());
     for (rows, cols) in [(8192, 8192), (8191, 8193)] {
         let p = Problem::Transpose(TransposeProblem { rows, cols });
         for k in transpose::variants() {
-            suite::validate::<f32>(&gpu, k, &p, &mut rng).unwrap();
+            suite::validate::<f32>(&backend, k, &p, &mut rng).unwrap();
         }
     }
 }

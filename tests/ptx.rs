@@ -69,7 +69,7 @@ fn committed_ptx_matches_the_kernel_sources() {
 fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
     let mut registered: Vec<&str> = KERNELS
         .iter()
-        .flat_map(|k| k.symbols.iter().map(|(_, s)| *s))
+        .flat_map(|k| k.symbols.iter().map(|e| e.symbol))
         .collect();
     registered.sort_unstable();
     for flavour in Flavour::ALL {

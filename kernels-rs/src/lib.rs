@@ -4,9 +4,10 @@
 //! The crate builds for two targets:
 //! - **nvptx64**: every `extern "ptx-kernel"` item, the [`gpu`] primitive layer and all inline PTX
 //!   exist only here (`cfg(target_arch = "nvptx64")`);
-//! - **the host**: only the constants and launch descriptions (tile sizes, block shapes, shared
+//! - **the host**: the constants and launch descriptions (tile sizes, block shapes, shared
 //!   bytes, kernel symbols), so the host launches each kernel with the very numbers it was
-//!   compiled with.
+//!   compiled with, and the same kernel bodies, whose `gpu::` primitives then call rustile's
+//!   simulator ([`gpu::host`]).
 //!
 //! A family is a folder and a variant is a file: `copy/v02_vec16.rs` is one kernel, its constants
 //! and a doc comment with its technique and the bound it should approach.
@@ -22,7 +23,7 @@ pub mod registry;
 pub mod strided;
 pub mod transpose;
 
-pub use registry::{DType, Family, KernelInfo, KERNELS};
+pub use registry::{DType, Entry, Family, KernelInfo, KERNELS};
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -91,6 +91,48 @@ impl Launch {
     }
 }
 
+/// A kernel entry point as the simulator calls it: the launch's arguments, each widened to
+/// 64 bits (pointers are simulated device addresses).
+pub type SimFn = unsafe fn(&[u64]);
+
+/// One instantiation of a variant.
+#[derive(Debug)]
+pub struct Entry {
+    /// Element type.
+    pub dtype: DType,
+    /// PTX symbol.
+    pub symbol: &'static str,
+    /// The same kernel compiled for the host, for the simulator.
+    pub sim: SimFn,
+}
+
+/// A kernel parameter type, rebuilt from its 64-bit launch argument in the simulator.
+pub trait KernelArg {
+    /// From the widened argument.
+    fn from_arg(v: u64) -> Self;
+}
+
+impl<T> KernelArg for *const T {
+    fn from_arg(v: u64) -> Self {
+        v as usize as *const T
+    }
+}
+impl<T> KernelArg for *mut T {
+    fn from_arg(v: u64) -> Self {
+        v as usize as *mut T
+    }
+}
+impl KernelArg for u32 {
+    fn from_arg(v: u64) -> Self {
+        v as u32
+    }
+}
+impl KernelArg for u64 {
+    fn from_arg(v: u64) -> Self {
+        v
+    }
+}
+
 /// One kernel variant: a file of a family folder, instantiated for one or more dtypes.
 #[derive(Debug)]
 pub struct KernelInfo {
@@ -107,8 +149,8 @@ pub struct KernelInfo {
     pub shared_bytes_f32: usize,
     /// Dynamic shared memory per block for 2-byte elements.
     pub shared_bytes_f16: usize,
-    /// PTX symbol per dtype.
-    pub symbols: &'static [(DType, &'static str)],
+    /// Entry points, one per dtype.
+    pub symbols: &'static [Entry],
     /// One line: the technique.
     pub about: &'static str,
 }
@@ -116,10 +158,12 @@ pub struct KernelInfo {
 impl KernelInfo {
     /// The PTX symbol of this variant for `dtype`, if it is instantiated for it.
     pub fn symbol(&self, dtype: DType) -> Option<&'static str> {
-        self.symbols
-            .iter()
-            .find(|(d, _)| *d == dtype)
-            .map(|(_, s)| *s)
+        self.entry(dtype).map(|e| e.symbol)
+    }
+
+    /// The entry point of this variant for `dtype`.
+    pub fn entry(&self, dtype: DType) -> Option<&'static Entry> {
+        self.symbols.iter().find(|e| e.dtype == dtype)
     }
 
     /// Dynamic shared memory per block for `dtype`.
@@ -169,13 +213,15 @@ pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {
 #[macro_export]
 macro_rules! ptx_kernels {
     (fn $body:ident $params:tt; $($dt:ident => $sym:ident),+ $(,)?) => {
-        /// PTX symbol of each instantiation.
-        pub const SYMBOLS: &[($crate::registry::DType, &str)] =
-            &[$(($crate::registry::DType::$dt, stringify!($sym))),+];
+        /// Entry points of each instantiation.
+        pub const SYMBOLS: &[$crate::registry::Entry] = &[$($crate::registry::Entry {
+            dtype: $crate::registry::DType::$dt,
+            symbol: stringify!($sym),
+            sim: $sym::sim_entry,
+        }),+];
         $( $crate::ptx_kernels!(@entry $body $params $dt $sym); )+
     };
     (@entry $body:ident ($($arg:ident: $ty:ty),* $(,)?) $dt:ident $sym:ident) => {
-        #[cfg(target_arch = "nvptx64")]
         #[allow(non_snake_case)]
         mod $sym {
             #[allow(unused_imports)]
@@ -186,8 +232,22 @@ macro_rules! ptx_kernels {
             ///
             /// # Safety
             /// The host launcher checks shapes and buffer lengths before launching.
+            #[cfg(target_arch = "nvptx64")]
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $sym($($arg: $ty),*) {
+                super::$body::<T>($($arg),*)
+            }
+            /// The same entry for the simulator: arguments widened to u64, in order.
+            ///
+            /// # Safety
+            /// Only inside a simulated launch, with the arguments the launcher checked.
+            #[allow(unused_assignments, unused_mut, unused_variables)]
+            pub unsafe fn sim_entry(args: &[u64]) {
+                let mut i = 0;
+                $(
+                    let $arg = <$ty as $crate::registry::KernelArg>::from_arg(args[i]);
+                    i += 1;
+                )*
                 super::$body::<T>($($arg),*)
             }
         }

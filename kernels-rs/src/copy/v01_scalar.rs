@@ -6,7 +6,6 @@
 //! SM: expect well under the copy ceiling for f16, closer for f32.
 
 use super::BLOCK_THREADS;
-#[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
 use crate::registry::{Family, KernelInfo, Launch};
 
@@ -28,7 +27,6 @@ pub const fn grid_blocks(n: u64) -> u64 {
 }
 
 /// `dst[i] = src[i]` for `i < n`. Grid: [`grid_blocks`]`(n)` blocks of `BLOCK_THREADS`.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn copy_scalar<T: Elem>(src: *const T, dst: *mut T, n: u64) {
     let i = gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64;

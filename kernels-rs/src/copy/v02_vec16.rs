@@ -7,7 +7,6 @@
 //! Bound: DRAM bandwidth, ≈ `cuMemcpyDtoD`.
 
 use super::BLOCK_THREADS;
-#[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem, Vec16};
 use crate::registry::{Family, KernelInfo, Launch};
 
@@ -35,7 +34,6 @@ pub const fn grid_blocks(n: u64, elem_bytes: u64) -> u64 {
 }
 
 /// `dst[i] = src[i]` for `i < n`; `src`, `dst` 16-byte aligned. Grid: [`grid_blocks`].
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn copy_vec16<T: Elem>(src: *const T, dst: *mut T, n: u64) {
     let per_vec = (16 / T::BYTES) as u64;

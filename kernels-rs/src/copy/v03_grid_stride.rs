@@ -10,7 +10,6 @@
 //! Bound: DRAM bandwidth, ≈ `cuMemcpyDtoD`.
 
 use super::BLOCK_THREADS;
-#[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem, Vec16};
 use crate::registry::{Family, KernelInfo, Launch};
 
@@ -46,7 +45,6 @@ pub const fn grid_blocks(n: u64, elem_bytes: u64, sm_count: u32) -> u64 {
 ///
 /// Each block owns chunks of `UNROLL · blockDim` consecutive vectors (16 KiB), thread `t`
 /// taking vectors `t, t + blockDim, …` of the chunk; chunks advance by the whole grid.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn copy_grid_stride<T: Elem>(src: *const T, dst: *mut T, n: u64) {
     let per_vec = (16 / T::BYTES) as u64;

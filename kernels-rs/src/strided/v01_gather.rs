@@ -3,7 +3,6 @@
 //! Stores stay coalesced; loads are coalesced only at `stride = 1`. Bound: see the family docs.
 
 use super::BLOCK_THREADS;
-#[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
 use crate::registry::{Family, KernelInfo, Launch};
 
@@ -25,7 +24,6 @@ pub const fn grid_blocks(n: u64) -> u64 {
 }
 
 /// `dst[i] = src[i · stride]` for `i < n`; `src` holds at least `(n - 1) · stride + 1` elements.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn strided_gather<T: Elem>(src: *const T, dst: *mut T, n: u64, stride: u64) {
     let i = gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64;

@@ -49,7 +49,6 @@ pub const fn tile_bytes(rows: u32, pitch: u32, elem_bytes: usize) -> usize {
 /// at once, then stores them to shared memory.
 /// Phase 2: after a barrier, each warp writes contiguous segments of `out`'s rows, reading
 /// shared memory down a tile column — the access whose bank conflicts `L` decides.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_tiled<T, L, const TR: u32, const TC: u32, const BR: u32, const PER: usize>(
     src: *const T,
@@ -124,7 +123,6 @@ pub const SECTOR_HALO: u32 = 16;
 /// rows above its tile (a halo, mostly L2 hits: the block above loads them too), and the grid
 /// has extra tile rows to cover the shifted end (`halo_rows`). `rows + SECTOR_HALO` must not
 /// overflow `u32` (the host checks).
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_sector_aligned<T, const TR: u32, const TC: u32>(
     src: *const T,

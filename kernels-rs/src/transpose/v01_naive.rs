@@ -5,9 +5,7 @@
 //! far under copy; the write side is paid ~8× in sectors.
 
 use super::BLOCK;
-#[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
-#[cfg(target_arch = "nvptx64")]
 use crate::gpu::{self, Elem};
 use crate::registry::{Family, KernelInfo, Launch};
 
@@ -29,7 +27,6 @@ pub const INFO: KernelInfo = KernelInfo {
     about: "coalesced reads, strided writes",
 };
 
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_naive<T: Elem>(src: *const T, dst: *mut T, rows: u32, cols: u32) {
     let col = gpu::block_idx_x() * TILE.1 + gpu::thread_idx_x();

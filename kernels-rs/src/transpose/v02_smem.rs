@@ -4,7 +4,6 @@
 //! `32 · 4` bytes apart: for f32 all 32 lanes fall in one bank, a 32-way conflict that
 //! serialises each column read into 32 wavefronts. Bound: shared-memory wavefronts, not DRAM.
 
-#[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
 use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo, Launch};
@@ -40,7 +39,6 @@ pub const INFO: KernelInfo = KernelInfo {
     about: "32x32 shared tile, 32-way bank conflicts on column reads (f32)",
 };
 
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_smem<T: crate::gpu::Elem + Default>(
     src: *const T,

@@ -4,7 +4,6 @@
 //! (r + c) mod 32`: the 32 lanes of a column read hit 32 different banks, no conflict, at the
 //! price of 128 bytes of shared memory per tile. Bound: DRAM, like a copy.
 
-#[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
 use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo, Launch};
@@ -40,7 +39,6 @@ pub const INFO: KernelInfo = KernelInfo {
     about: "32x33 shared tile: padding removes bank conflicts",
 };
 
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_smem_padded<T: crate::gpu::Elem + Default>(
     src: *const T,

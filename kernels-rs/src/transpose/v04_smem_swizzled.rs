@@ -6,7 +6,6 @@
 //! tensor-core paths will need (ldmatrix/wgmma swizzles are the same idea on 16-byte chunks).
 //! Bound: DRAM, like a copy.
 
-#[cfg(target_arch = "nvptx64")]
 use super::BLOCK_ROWS;
 use super::{tile_bytes, TileLayout, BLOCK};
 use crate::registry::{Family, KernelInfo, Launch};
@@ -42,7 +41,6 @@ pub const INFO: KernelInfo = KernelInfo {
     about: "32x32 shared tile, column XOR row swizzle: conflict-free without padding",
 };
 
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_smem_swizzled<T: crate::gpu::Elem + Default>(
     src: *const T,

@@ -33,7 +33,6 @@ pub const INFO: KernelInfo = KernelInfo {
     about: "64x32 tile, output segments start on 32-byte sectors (halo rows)",
 };
 
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn transpose_sector_aligned<T: crate::gpu::Elem + Default>(
     src: *const T,

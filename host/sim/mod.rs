@@ -1,0 +1,315 @@
+//! The host-side SIMT simulator: runs each kernel's own Rust source on the CPU, one logical
+//! thread per GPU thread, and checks and measures every memory access.
+//!
+//! What it models:
+//! - grids of blocks (run one block at a time), blocks of up to 1024 threads in warps of 32,
+//!   each thread a stackful coroutine; real barrier semantics (every live thread of the block
+//!   must reach the same `sync_threads`), warp collectives (`shfl_xor`, `shfl_idx`, `ballot`)
+//!   that wait for all 32 lanes;
+//! - global memory as the launch's allocations, each with unmapped gaps around it; the block's
+//!   dynamic shared memory as an arena of exactly the launch's shared bytes.
+//!
+//! What it detects, each as [`Error::Sim`] naming the kernel, block, thread and address:
+//! out-of-bounds or misaligned global accesses (against each allocation), shared accesses
+//! outside the arena, barrier divergence (a thread exits, or waits at another barrier, while
+//! others wait), warp-collective divergence, shared-memory races between two barriers
+//! (write-write and read-write by different threads), a thread that runs past a step budget
+//! without reaching a barrier (a spin-wait: bounded, never a hang), traps and panics.
+//!
+//! What it measures ([`analysis`]): for each warp-wide global access, the 32-byte sectors
+//! touched against the bytes requested; for each warp-wide shared access, the bank-conflict
+//! degree. Accesses are grouped into warp instructions by (warp, source line, how many times
+//! this lane has executed that line), which matches the hardware's grouping for converged code.
+//!
+//! What it does not model: timing, caches, the memory model's weaker orderings (everything is
+//! sequentially consistent here), asynchronous proxies, and the Hopper-only primitives (wgmma,
+//! TMA, clusters), which have no host implementation: a kernel using them cannot be simulated.
+
+pub mod analysis;
+mod block;
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+use rustile_kernels::registry::SimFn;
+
+use crate::error::{Error, Result};
+pub use analysis::Analysis;
+
+/// Limits the simulated device enforces (those of an H200 by default).
+#[derive(Clone, Copy, Debug)]
+pub struct SimLimits {
+    /// Threads per block.
+    pub max_threads_per_block: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub max_shared_per_block: usize,
+    /// Grid limits.
+    pub max_grid: (u32, u32, u32),
+    /// SMs the simulated device reports (grid-stride kernels size their grid from it).
+    pub sm_count: u32,
+    /// Primitive calls one thread may make between two barriers before it is declared stuck.
+    pub step_budget: u64,
+}
+
+impl Default for SimLimits {
+    fn default() -> Self {
+        Self {
+            max_threads_per_block: 1024,
+            max_shared_per_block: 227 * 1024,
+            max_grid: (i32::MAX as u32, 65535, 65535),
+            sm_count: 132,
+            step_budget: 10_000_000,
+        }
+    }
+}
+
+/// First simulated device address; allocations are placed above it with gaps between them.
+const BASE_ADDR: u64 = 0x0000_7e00_0000_0000;
+/// Unmapped bytes after every allocation, so overruns fault instead of landing elsewhere.
+const GAP: u64 = 1 << 20;
+
+pub(crate) struct Allocation {
+    pub(crate) what: String,
+    pub(crate) data: Vec<u8>,
+}
+
+/// Simulated device memory.
+#[derive(Default)]
+pub(crate) struct Memory {
+    allocs: BTreeMap<u64, Allocation>,
+    next: u64,
+}
+
+impl Memory {
+    /// The allocation holding `[addr, addr + len)`, as (base, allocation), or why not.
+    pub(crate) fn find(
+        &self,
+        addr: u64,
+        len: usize,
+    ) -> std::result::Result<(u64, &Allocation), String> {
+        match self.allocs.range(..=addr).next_back() {
+            Some((&base, a)) if addr + len as u64 <= base + a.data.len() as u64 => Ok((base, a)),
+            Some((&base, a)) if addr < base + a.data.len() as u64 + GAP => Err(format!(
+                "{len} bytes at {addr:#x} run past the end of `{}` ({} bytes at {base:#x}, by {} bytes)",
+                a.what,
+                a.data.len(),
+                addr + len as u64 - (base + a.data.len() as u64)
+            )),
+            _ => Err(format!("{len} bytes at {addr:#x} are outside every allocation")),
+        }
+    }
+
+    fn find_mut(&mut self, addr: u64, len: usize) -> std::result::Result<&mut [u8], String> {
+        let (base, _) = self.find(addr, len)?;
+        let a = self.allocs.get_mut(&base).expect("found above");
+        let off = (addr - base) as usize;
+        Ok(&mut a.data[off..off + len])
+    }
+}
+
+/// A buffer in simulated device memory.
+#[derive(Debug)]
+pub struct SimBuf<T> {
+    addr: u64,
+    len: usize,
+    _elem: std::marker::PhantomData<T>,
+}
+
+impl<T> SimBuf<T> {
+    /// Elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Simulated device address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// A view of elements `[start, start + len)` (what a sub-slice of a device buffer is on the
+    /// GPU: same memory, another address).
+    pub fn view(&self, start: usize, len: usize) -> Option<SimBuf<T>> {
+        (start.checked_add(len)? <= self.len).then(|| SimBuf {
+            addr: self.addr + (start * std::mem::size_of::<T>()) as u64,
+            len,
+            _elem: std::marker::PhantomData,
+        })
+    }
+}
+
+/// A launch's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct SimLaunch {
+    /// Blocks.
+    pub grid: (u32, u32, u32),
+    /// Threads per block.
+    pub block: (u32, u32, u32),
+    /// Dynamic shared bytes per block.
+    pub shared_bytes: usize,
+}
+
+/// The simulated GPU.
+pub struct Simulator {
+    limits: SimLimits,
+    memory: RefCell<Memory>,
+    analysis: RefCell<Option<Analysis>>,
+    launches: Cell<u64>,
+}
+
+impl Default for Simulator {
+    fn default() -> Self {
+        Self::new(SimLimits::default())
+    }
+}
+
+impl Simulator {
+    /// A simulator with `limits`.
+    pub fn new(limits: SimLimits) -> Self {
+        Self {
+            limits,
+            memory: RefCell::new(Memory {
+                allocs: BTreeMap::new(),
+                next: BASE_ADDR,
+            }),
+            analysis: RefCell::new(None),
+            launches: Cell::new(0),
+        }
+    }
+
+    /// The limits it enforces.
+    pub fn limits(&self) -> &SimLimits {
+        &self.limits
+    }
+
+    /// Kernel launches run so far.
+    pub fn launches(&self) -> u64 {
+        self.launches.get()
+    }
+
+    /// Allocates `n` elements, zero-filled.
+    pub fn alloc<T>(&self, n: usize, what: &str) -> Result<SimBuf<T>> {
+        let bytes = n
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::TooLarge {
+                kernel: what.to_string(),
+                what: format!("{n} elements overflow usize"),
+            })?;
+        let mut mem = self.memory.borrow_mut();
+        let addr = mem.next;
+        mem.next = (addr + bytes as u64 + GAP).div_ceil(256) * 256;
+        let mut data = Vec::new();
+        data.try_reserve_exact(bytes)
+            .map_err(|_| Error::OutOfMemory {
+                bytes,
+                what: format!("{what} (simulator, host memory)"),
+            })?;
+        data.resize(bytes, 0);
+        mem.allocs.insert(
+            addr,
+            Allocation {
+                what: what.to_string(),
+                data,
+            },
+        );
+        Ok(SimBuf {
+            addr,
+            len: n,
+            _elem: std::marker::PhantomData,
+        })
+    }
+
+    /// Frees a buffer (and every view of it).
+    pub fn free<T>(&self, buf: SimBuf<T>) {
+        self.memory.borrow_mut().allocs.remove(&buf.addr);
+    }
+
+    /// Copies `host` into `buf`.
+    pub fn write<T: Copy>(&self, buf: &SimBuf<T>, host: &[T]) -> Result<()> {
+        let bytes = std::mem::size_of_val(host);
+        let mut mem = self.memory.borrow_mut();
+        let dst = mem
+            .find_mut(buf.addr, bytes)
+            .map_err(|e| Error::Usage(format!("simulator write: {e}")))?;
+        // SAFETY: `host` is `bytes` bytes of plain data.
+        let src = unsafe { std::slice::from_raw_parts(host.as_ptr() as *const u8, bytes) };
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Copies `buf` out.
+    pub fn read<T: Copy + Default>(&self, buf: &SimBuf<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); buf.len];
+        let bytes = std::mem::size_of_val(out.as_slice());
+        let mem = self.memory.borrow();
+        let (base, a) = mem
+            .find(buf.addr, bytes)
+            .map_err(|e| Error::Usage(format!("simulator read: {e}")))?;
+        let off = (buf.addr - base) as usize;
+        // SAFETY: `out` is `bytes` bytes of plain data, fully overwritten.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, bytes) };
+        dst.copy_from_slice(&a.data[off..off + bytes]);
+        Ok(out)
+    }
+
+    /// Starts recording memory-access statistics for the following launches.
+    pub fn start_analysis(&self) {
+        *self.analysis.borrow_mut() = Some(Analysis::default());
+    }
+
+    /// Stops recording and returns what was recorded.
+    pub fn take_analysis(&self) -> Option<Analysis> {
+        self.analysis.borrow_mut().take()
+    }
+
+    /// Runs `entry` over `launch` with `args` (pointers as simulated addresses), one block at a
+    /// time. The first error stops the launch and is returned.
+    pub fn launch(
+        &self,
+        kernel: &str,
+        entry: SimFn,
+        launch: &SimLaunch,
+        args: &[u64],
+    ) -> Result<()> {
+        let fail = |what: String| {
+            Err(Error::Resource {
+                kernel: kernel.to_string(),
+                what,
+            })
+        };
+        let (bx, by, bz) = launch.block;
+        let threads = bx as u64 * by as u64 * bz as u64;
+        if threads == 0 || threads > self.limits.max_threads_per_block as u64 {
+            return fail(format!(
+                "{threads} threads per block: the simulated device takes 1..={}",
+                self.limits.max_threads_per_block
+            ));
+        }
+        if launch.shared_bytes > self.limits.max_shared_per_block {
+            return fail(format!(
+                "{} bytes of shared memory per block exceed the simulated device's {}",
+                launch.shared_bytes, self.limits.max_shared_per_block
+            ));
+        }
+        let (gx, gy, gz) = launch.grid;
+        let (mx, my, mz) = self.limits.max_grid;
+        if gx == 0 || gy == 0 || gz == 0 || gx > mx || gy > my || gz > mz {
+            return fail(format!(
+                "grid {:?} outside 1..={:?}",
+                launch.grid, self.limits.max_grid
+            ));
+        }
+        self.launches.set(self.launches.get() + 1);
+        let mut runner = block::BlockRunner::new(kernel, entry, launch, args, &self.limits);
+        let mut analysis = self.analysis.borrow_mut();
+        for z in 0..gz {
+            for y in 0..gy {
+                for x in 0..gx {
+                    runner.run((x, y, z), &self.memory, analysis.as_mut())?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

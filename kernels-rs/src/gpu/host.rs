@@ -1,0 +1,145 @@
+//! The host side of the primitive layer: every `gpu::` primitive, compiled for a CPU, calls the
+//! simulated GPU thread that is current on this OS thread. rustile's simulator (the host crate's
+//! `sim` module) implements [`SimThread`] and makes a thread current while it runs it.
+//!
+//! Addresses passed to kernels in the simulator are simulated device addresses: the kernel
+//! computes with them like with real pointers, but never dereferences them; every access goes
+//! through [`SimThread::load`] / [`SimThread::store`], which check it against the launch's
+//! allocations (or the block's shared arena) before performing it.
+
+extern crate std;
+
+use core::cell::Cell;
+use core::panic::Location;
+
+use super::Special;
+
+/// The kernel source location of a primitive call.
+pub type Site = &'static Location<'static>;
+
+/// Memory spaces a kernel addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// Device memory.
+    Global,
+    /// The block's shared memory (32-bit shared-window addresses).
+    Shared,
+}
+
+/// Warp-collective operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpOp {
+    /// `shfl.sync.bfly`: the value of lane `lane ^ mask`.
+    ShflXor(u32),
+    /// `shfl.sync.idx`: the value of lane `src`.
+    ShflIdx(u32),
+    /// `vote.sync.ballot`: bit `i` set iff lane `i`'s value is nonzero.
+    Ballot,
+}
+
+impl WarpOp {
+    /// The result for `lane`, given every lane's input value.
+    pub fn result(self, lane: u32, values: &[u32; 32]) -> u32 {
+        match self {
+            WarpOp::ShflXor(mask) => values[((lane ^ mask) & 31) as usize],
+            WarpOp::ShflIdx(src) => values[(src & 31) as usize],
+            WarpOp::Ballot => values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v != 0)
+                .fold(0, |acc, (i, _)| acc | (1 << i)),
+        }
+    }
+
+    /// Whether two lanes' calls are the same collective (the shuffle argument may differ per
+    /// lane; the kind may not).
+    pub fn same_kind(self, other: WarpOp) -> bool {
+        core::mem::discriminant(&self) == core::mem::discriminant(&other)
+    }
+}
+
+/// One simulated GPU thread, as the primitives see it.
+pub trait SimThread {
+    /// A special register.
+    fn special(&self, reg: Special) -> u32;
+    /// Loads `bytes` (1..=16) bytes at `addr`, little-endian into the returned buffer.
+    fn load(&self, space: Space, addr: u64, bytes: usize, site: Site) -> [u8; 16];
+    /// Stores `data` at `addr`.
+    fn store(&self, space: Space, addr: u64, data: &[u8], site: Site);
+    /// Waits at the block barrier.
+    fn barrier(&self, site: Site);
+    /// A warp-collective operation: waits for the warp, returns this lane's result.
+    fn warp(&self, op: WarpOp, value: u32, site: Site) -> u32;
+    /// Ends this thread and fails the launch.
+    fn trap(&self, site: Site) -> !;
+}
+
+std::thread_local! {
+    static CURRENT: Cell<Option<*const (dyn SimThread + 'static)>> = const { Cell::new(None) };
+}
+
+/// Makes `thread` the simulated thread the primitives on this OS thread talk to, until
+/// [`leave`].
+///
+/// # Safety
+/// `thread` must stay valid until [`leave`] is called (or another `enter`).
+pub unsafe fn enter(thread: *const (dyn SimThread + 'static)) {
+    CURRENT.with(|c| c.set(Some(thread)));
+}
+
+/// No simulated thread is current any more.
+pub fn leave() {
+    CURRENT.with(|c| c.set(None));
+}
+
+/// The current simulated thread.
+///
+/// # Panics
+/// If a `gpu::` primitive runs outside a simulated launch.
+pub fn current() -> &'static dyn SimThread {
+    let ptr = CURRENT
+        .with(|c| c.get())
+        .unwrap_or_else(|| panic!("a gpu:: primitive ran on the host outside a simulated launch"));
+    // SAFETY: `enter`'s contract keeps the pointee alive while it is current.
+    unsafe { &*ptr }
+}
+
+#[track_caller]
+pub(super) fn load(space: Space, addr: u64, bytes: usize) -> u64 {
+    let b = current().load(space, addr, bytes, Location::caller());
+    let mut v = [0u8; 8];
+    v[..bytes].copy_from_slice(&b[..bytes]);
+    u64::from_le_bytes(v)
+}
+
+#[track_caller]
+pub(super) fn store(space: Space, addr: u64, bits: u64, bytes: usize) {
+    current().store(
+        space,
+        addr,
+        &bits.to_le_bytes()[..bytes],
+        Location::caller(),
+    );
+}
+
+#[track_caller]
+pub(super) fn load16(addr: u64) -> [u32; 4] {
+    let b = current().load(Space::Global, addr, 16, Location::caller());
+    core::array::from_fn(|i| {
+        u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+    })
+}
+
+#[track_caller]
+pub(super) fn store16(addr: u64, v: [u32; 4]) {
+    let mut b = [0u8; 16];
+    for (i, w) in v.iter().enumerate() {
+        b[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    current().store(Space::Global, addr, &b, Location::caller());
+}
+
+/// `fma.rn.f32` on the host: one rounding, as on the GPU.
+pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}

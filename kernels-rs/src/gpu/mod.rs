@@ -1,0 +1,513 @@
+//! The device primitive layer. Kernels use only these functions, never raw intrinsics, so the
+//! same kernel source runs on the GPU (inline PTX, `nvptx64`) and in rustile's host-side
+//! simulator (every other target: each primitive calls the simulated thread of
+//! [`host::SimThread`], which checks, records and performs it).
+//!
+//! Three codegen facts, measured on an H200 (see `DESIGN.md`), shape the PTX side:
+//! - shared memory is addressed with explicit `ld.shared`/`st.shared` on 32-bit shared-window
+//!   addresses ([`SharedTile`], [`Elem::ld_shared`]); generic pointers into shared memory cost
+//!   up to 2×;
+//! - the block barrier is the non-aligned `barrier.sync 0`, not `bar.sync` (`_syncthreads()`):
+//!   LLVM may duplicate a barrier into both arms of a thread-dependent branch, which is undefined
+//!   for the `.aligned` form and hung a kernel;
+//! - rustc never contracts `a * b + c`: [`fma`] is explicit.
+//!
+//! On the host, memory primitives are `#[track_caller]`: the simulator attributes every access
+//! to the kernel source line that made it (`rustile analyze`).
+
+use core::marker::PhantomData;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
+
+/// Special registers a kernel can read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// `%tid.x`
+    TidX,
+    /// `%tid.y`
+    TidY,
+    /// `%tid.z`
+    TidZ,
+    /// `%ctaid.x`
+    CtaidX,
+    /// `%ctaid.y`
+    CtaidY,
+    /// `%ctaid.z`
+    CtaidZ,
+    /// `%ntid.x`
+    NtidX,
+    /// `%ntid.y`
+    NtidY,
+    /// `%ntid.z`
+    NtidZ,
+    /// `%nctaid.x`
+    NctaidX,
+    /// `%nctaid.y`
+    NctaidY,
+    /// `%nctaid.z`
+    NctaidZ,
+    /// `%laneid`
+    LaneId,
+}
+
+macro_rules! special_register {
+    ($($(#[$doc:meta])* $name:ident => $reg:literal, $which:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let v: u32;
+                // SAFETY: reading a special register has no side effects.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("mov.u32 {v}, ", $reg, ";"),
+                        v = out(reg32) v,
+                        options(pure, nomem, nostack, preserves_flags)
+                    );
+                }
+                v
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            {
+                host::current().special(Special::$which)
+            }
+        }
+    )*};
+}
+
+special_register! {
+    /// `threadIdx.x`
+    thread_idx_x => "%tid.x", TidX;
+    /// `threadIdx.y`
+    thread_idx_y => "%tid.y", TidY;
+    /// `threadIdx.z`
+    thread_idx_z => "%tid.z", TidZ;
+    /// `blockIdx.x`
+    block_idx_x => "%ctaid.x", CtaidX;
+    /// `blockIdx.y`
+    block_idx_y => "%ctaid.y", CtaidY;
+    /// `blockIdx.z`
+    block_idx_z => "%ctaid.z", CtaidZ;
+    /// `blockDim.x`
+    block_dim_x => "%ntid.x", NtidX;
+    /// `blockDim.y`
+    block_dim_y => "%ntid.y", NtidY;
+    /// `blockDim.z`
+    block_dim_z => "%ntid.z", NtidZ;
+    /// `gridDim.x`
+    grid_dim_x => "%nctaid.x", NctaidX;
+    /// `gridDim.y`
+    grid_dim_y => "%nctaid.y", NctaidY;
+    /// `gridDim.z`
+    grid_dim_z => "%nctaid.z", NctaidZ;
+    /// Lane index within the warp, 0..32.
+    lane_id => "%laneid", LaneId;
+}
+
+/// An element that kernels move: stored and loaded by bit pattern, so `f16` kernels use `u16`.
+pub trait Elem: Copy + Default {
+    /// Size in bytes.
+    const BYTES: usize;
+    /// The bit pattern, zero-extended.
+    fn to_bits64(self) -> u64;
+    /// From a bit pattern (low `BYTES` bytes).
+    fn from_bits64(bits: u64) -> Self;
+    /// Load from global memory through the read-only (non-coherent) path, `ld.global.nc`.
+    ///
+    /// # Safety
+    /// `p` must point to a valid, aligned element in global memory that no thread of this
+    /// launch writes.
+    unsafe fn ld_global_nc(p: *const Self) -> Self;
+    /// Store to global memory, `st.global`.
+    ///
+    /// # Safety
+    /// `p` must point to a valid, aligned element in global memory.
+    unsafe fn st_global(p: *mut Self, v: Self);
+    /// Load from shared memory at a 32-bit shared-window address, `ld.shared`.
+    ///
+    /// # Safety
+    /// `addr` must lie inside the launch's dynamic shared memory and be aligned.
+    unsafe fn ld_shared(addr: u32) -> Self;
+    /// Store to shared memory at a 32-bit shared-window address, `st.shared`.
+    ///
+    /// # Safety
+    /// `addr` must lie inside the launch's dynamic shared memory and be aligned.
+    unsafe fn st_shared(addr: u32, v: Self);
+}
+
+macro_rules! impl_elem {
+    ($t:ty, $bytes:expr, $ptx:literal, $reg:ident, $to:expr, $from:expr) => {
+        impl Elem for $t {
+            const BYTES: usize = $bytes;
+            #[inline(always)]
+            fn to_bits64(self) -> u64 {
+                #[allow(clippy::redundant_closure_call)]
+                ($to)(self)
+            }
+            #[inline(always)]
+            fn from_bits64(bits: u64) -> Self {
+                #[allow(clippy::redundant_closure_call)]
+                ($from)(bits)
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            unsafe fn ld_global_nc(p: *const Self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let v: $t;
+                    core::arch::asm!(
+                        concat!("ld.global.nc.", $ptx, " {v}, [{p}];"),
+                        v = out($reg) v, p = in(reg64) p,
+                        options(pure, readonly, nostack, preserves_flags)
+                    );
+                    v
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    Self::from_bits64(host::load(host::Space::Global, p as u64, $bytes))
+                }
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            unsafe fn st_global(p: *mut Self, v: Self) {
+                #[cfg(target_arch = "nvptx64")]
+                core::arch::asm!(
+                    concat!("st.global.", $ptx, " [{p}], {v};"),
+                    p = in(reg64) p, v = in($reg) v,
+                    options(nostack, preserves_flags)
+                );
+                #[cfg(not(target_arch = "nvptx64"))]
+                host::store(host::Space::Global, p as u64, v.to_bits64(), $bytes);
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            unsafe fn ld_shared(addr: u32) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let v: $t;
+                    core::arch::asm!(
+                        concat!("ld.shared.", $ptx, " {v}, [{a}];"),
+                        v = out($reg) v, a = in(reg32) addr,
+                        options(readonly, nostack, preserves_flags)
+                    );
+                    v
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    Self::from_bits64(host::load(host::Space::Shared, addr as u64, $bytes))
+                }
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            unsafe fn st_shared(addr: u32, v: Self) {
+                #[cfg(target_arch = "nvptx64")]
+                core::arch::asm!(
+                    concat!("st.shared.", $ptx, " [{a}], {v};"),
+                    a = in(reg32) addr, v = in($reg) v,
+                    options(nostack, preserves_flags)
+                );
+                #[cfg(not(target_arch = "nvptx64"))]
+                host::store(host::Space::Shared, addr as u64, v.to_bits64(), $bytes);
+            }
+        }
+    };
+}
+
+impl_elem!(
+    f32,
+    4,
+    "f32",
+    reg32,
+    |v: f32| v.to_bits() as u64,
+    |b: u64| f32::from_bits(b as u32)
+);
+impl_elem!(u32, 4, "b32", reg32, |v: u32| v as u64, |b: u64| b as u32);
+impl_elem!(u16, 2, "b16", reg16, |v: u16| v as u64, |b: u64| b as u16);
+
+/// Sixteen bytes moved as one `v4.b32` access: the widest global load/store per thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(16))]
+pub struct Vec16(pub [u32; 4]);
+
+/// Loads 16 bytes through the read-only path, `ld.global.nc.v4.b32`.
+///
+/// # Safety
+/// `p` must be 16-byte aligned and point to 16 readable bytes of global memory that no thread of
+/// this launch writes.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ld_global_nc_v16(p: *const Vec16) -> Vec16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        core::arch::asm!(
+            "ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg64) p,
+            options(pure, readonly, nostack, preserves_flags)
+        );
+        Vec16([a, b, c, d])
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        Vec16(host::load16(p as u64))
+    }
+}
+
+/// Stores 16 bytes, `st.global.v4.b32`.
+///
+/// # Safety
+/// `p` must be 16-byte aligned and point to 16 writable bytes of global memory.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn st_global_v16(p: *mut Vec16, v: Vec16) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let [a, b, c, d] = v.0;
+        core::arch::asm!(
+            "st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p,
+            a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d,
+            options(nostack, preserves_flags)
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::store16(p as u64, v.0);
+}
+
+/// Block-wide barrier: `barrier.sync 0`, the non-aligned form, which stays correct if the
+/// compiler duplicates it into divergent branches (see the module docs). In the simulator, every
+/// live thread of the block must reach the same barrier, or the launch fails with an error.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn sync_threads() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier has no memory-safety preconditions; it orders shared-memory accesses,
+    // which is why the asm is not marked `nomem`.
+    unsafe {
+        core::arch::asm!("barrier.sync 0;", options(nostack, preserves_flags))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().barrier(core::panic::Location::caller());
+}
+
+/// Aborts the kernel (`trap`): the launch fails with an error the host reports.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn trap() -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: `trap` ends the kernel; nothing follows.
+    unsafe {
+        core::arch::asm!("trap;", options(noreturn, nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().trap(core::panic::Location::caller())
+}
+
+/// Fused multiply-add `a * b + c` with a single rounding (`fma.rn.f32`).
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            core::arch::asm!(
+                "fma.rn.f32 {d}, {a}, {b}, {c};",
+                d = out(reg32) d, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::fma(a, b, c)
+    }
+}
+
+macro_rules! warp_collective {
+    ($(#[$doc:meta])* $name:ident($v:ident: u32, $arg:ident: u32) -> u32 = $ptx:literal, $op:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub fn $name($v: u32, $arg: u32) -> u32 {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let d: u32;
+                // SAFETY: register-only; every lane of the full mask participates.
+                unsafe {
+                    core::arch::asm!(
+                        $ptx,
+                        d = out(reg32) d, v = in(reg32) $v, a = in(reg32) $arg,
+                        options(nomem, nostack, preserves_flags)
+                    );
+                }
+                d
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            {
+                host::current().warp(host::WarpOp::$op($arg), $v, core::panic::Location::caller())
+            }
+        }
+    };
+}
+
+warp_collective! {
+    /// Warp shuffle, butterfly: the value of lane `lane ^ mask` (`shfl.sync.bfly.b32`, full
+    /// warp). Warp-collective: every lane of the warp must call it together.
+    shfl_xor(v: u32, mask: u32) -> u32 = "shfl.sync.bfly.b32 {d}, {v}, {a}, 0x1f, 0xffffffff;", ShflXor
+}
+
+warp_collective! {
+    /// Warp shuffle, indexed: the value of lane `src` (`shfl.sync.idx.b32`, full warp).
+    /// Warp-collective: every lane of the warp must call it together.
+    shfl_idx(v: u32, src: u32) -> u32 = "shfl.sync.idx.b32 {d}, {v}, {a}, 0x1f, 0xffffffff;", ShflIdx
+}
+
+/// Bit `i` set iff lane `i`'s `pred` is true (`vote.sync.ballot.b32`, full warp).
+/// Warp-collective: every lane of the warp must call it together.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ballot(pred: bool) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: u32;
+        // SAFETY: register-only; every lane of the full mask participates.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; vote.sync.ballot.b32 {d}, p, 0xffffffff; }}",
+                d = out(reg32) d, v = in(reg32) pred as u32,
+                options(nomem, nostack, preserves_flags)
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::current().warp(
+            host::WarpOp::Ballot,
+            pred as u32,
+            core::panic::Location::caller(),
+        )
+    }
+}
+
+/// True iff `pred` is true on every lane of the warp. Warp-collective.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn vote_all(pred: bool) -> bool {
+    ballot(pred) == u32::MAX
+}
+
+/// True iff `pred` is true on some lane of the warp. Warp-collective.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn vote_any(pred: bool) -> bool {
+    ballot(pred) != 0
+}
+
+#[cfg(target_arch = "nvptx64")]
+core::arch::global_asm!(".extern .shared .align 16 .b8 SMEM[];");
+
+/// 32-bit shared-window address of the start of the launch's dynamic shared memory (0 in the
+/// simulator, whose shared arena is its own address space).
+#[inline(always)]
+pub fn dynamic_shared_base() -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let s: u32;
+        // SAFETY: takes the address of the module's dynamic shared-memory symbol.
+        unsafe {
+            core::arch::asm!(
+                "mov.u32 {s}, SMEM;",
+                s = out(reg32) s,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        s
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        0
+    }
+}
+
+/// A `ROWS × COLS` tile of `T` in dynamic shared memory, row-major, addressed by 32-bit
+/// shared-window addresses. `PITCH ≥ COLS` is the row pitch in elements (padding).
+///
+/// Tiles are carved from the dynamic shared memory in order by [`SharedArena`]; the host sizes
+/// the launch's shared bytes from [`SharedTile::BYTES`].
+pub struct SharedTile<T, const ROWS: usize, const COLS: usize, const PITCH: usize> {
+    base: u32,
+    _elem: PhantomData<T>,
+}
+
+impl<T: Elem, const ROWS: usize, const COLS: usize, const PITCH: usize>
+    SharedTile<T, ROWS, COLS, PITCH>
+{
+    /// Bytes this tile occupies, rounded up to 16 so the next tile stays vector-aligned.
+    pub const BYTES: usize = (ROWS * PITCH * T::BYTES).div_ceil(16) * 16;
+
+    /// Shared-window address of element `(row, col)`.
+    #[inline(always)]
+    pub fn addr(&self, row: u32, col: u32) -> u32 {
+        self.base + (row * PITCH as u32 + col) * T::BYTES as u32
+    }
+
+    /// Reads element `(row, col)`.
+    ///
+    /// # Safety
+    /// `row < ROWS`, `col < PITCH`, and the launch provided the shared bytes of its arena.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn load(&self, row: u32, col: u32) -> T {
+        T::ld_shared(self.addr(row, col))
+    }
+
+    /// Writes element `(row, col)`.
+    ///
+    /// # Safety
+    /// As for [`SharedTile::load`].
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn store(&self, row: u32, col: u32, v: T) {
+        T::st_shared(self.addr(row, col), v)
+    }
+}
+
+/// Carves the launch's dynamic shared memory into tiles, in declaration order.
+pub struct SharedArena {
+    next: u32,
+}
+
+impl Default for SharedArena {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SharedArena {
+    /// The arena over this launch's dynamic shared memory.
+    #[inline(always)]
+    pub fn new() -> Self {
+        Self {
+            next: dynamic_shared_base(),
+        }
+    }
+
+    /// Takes the next tile. The host must launch with at least the sum of the tiles' `BYTES`.
+    #[inline(always)]
+    pub fn tile<T: Elem, const ROWS: usize, const COLS: usize, const PITCH: usize>(
+        &mut self,
+    ) -> SharedTile<T, ROWS, COLS, PITCH> {
+        let base = self.next;
+        self.next += SharedTile::<T, ROWS, COLS, PITCH>::BYTES as u32;
+        SharedTile {
+            base,
+            _elem: PhantomData,
+        }
+    }
+}

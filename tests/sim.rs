@@ -1,0 +1,433 @@
+//! The simulator, no GPU needed: every kernel of the registry runs on the CPU against its
+//! reference at shapes that are not tile multiples; `rustile analyze`'s numbers for the
+//! memory-movement family are pinned; and one planted bug per detector is caught.
+
+use std::io::Write;
+
+use rustile::backend::Backend;
+use rustile::bench::parse_shape;
+use rustile::sim::{SimLaunch, SimLimits, Simulator};
+use rustile::suite::{self, Scale};
+use rustile::{DType, Error, Family, KERNELS};
+use rustile_kernels::gpu::{self, Elem};
+use rustile_kernels::registry::find;
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[test]
+fn every_kernel_matches_its_reference_in_the_simulator() {
+    let backend = Backend::Simulator(Simulator::default());
+    let seed = seed();
+    let start = std::time::Instant::now();
+    let outcomes = suite::validate_all(&backend, seed, |_, _, _| {});
+    let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    assert_eq!(outcomes.len(), suite::cases(Scale::Simulator).len());
+    // Every registered kernel and dtype ran at least at one shape that is not a tile multiple.
+    for k in KERNELS {
+        for e in k.symbols {
+            let name = format!("{}/{}", k.family.name(), k.name);
+            assert!(
+                outcomes
+                    .iter()
+                    .any(|o| o.kernel == name && o.dtype == e.dtype.name()),
+                "{name} {} never ran",
+                e.dtype.name()
+            );
+        }
+    }
+    // Written past the test harness's capture, so `cargo test` always shows it.
+    writeln!(
+        std::io::stdout(),
+        "simulator: {} kernel × dtype × shape cases ran in {:.1} s (seed {seed}), {} failed",
+        outcomes.len(),
+        start.elapsed().as_secs_f64(),
+        failed.len()
+    )
+    .unwrap();
+    assert!(failed.is_empty(), "seed {seed}: {failed:#?}");
+}
+
+fn analyze(kernel: &str, shape: &str, dtype: DType) -> rustile::sim::Analysis {
+    let (family, variant) = kernel.split_once('/').unwrap();
+    let family = Family::ALL
+        .into_iter()
+        .find(|f| f.name() == family)
+        .unwrap();
+    let k = find(family, variant).unwrap();
+    suite::analyze(k, dtype, &parse_shape(family, shape).unwrap(), seed()).unwrap()
+}
+
+fn global_efficiency(a: &rustile::sim::Analysis, kind: &str) -> f64 {
+    a.totals("global", kind).unwrap().efficiency()
+}
+
+#[test]
+fn analysis_of_strided_copy_is_one_over_stride_until_one_eighth() {
+    for (stride, want) in [
+        (1, 1.0),
+        (2, 0.5),
+        (4, 0.25),
+        (8, 0.125),
+        (16, 0.125),
+        (32, 0.125),
+    ] {
+        let a = analyze("strided/gather", &format!("4096:{stride}"), DType::F32);
+        let got = global_efficiency(&a, "load");
+        assert!(
+            (got - want).abs() < 1e-9,
+            "stride {stride}: load efficiency {got}, expected {want}"
+        );
+        assert_eq!(global_efficiency(&a, "store"), 1.0);
+    }
+}
+
+#[test]
+fn analysis_of_transposes_pins_coalescing_and_bank_conflicts() {
+    let naive = analyze("transpose/naive", "256x256", DType::F32);
+    assert_eq!(global_efficiency(&naive, "load"), 1.0);
+    assert_eq!(global_efficiency(&naive, "store"), 0.125);
+
+    let plain = analyze("transpose/smem", "256x256", DType::F32);
+    let loads = plain.totals("shared", "load").unwrap();
+    assert_eq!(
+        (loads.conflict_degree(), loads.worst_degree),
+        (32.0, 32),
+        "unpadded column reads"
+    );
+    assert_eq!(
+        plain.totals("shared", "store").unwrap().conflict_degree(),
+        1.0
+    );
+    assert_eq!(global_efficiency(&plain, "store"), 1.0);
+
+    for conflict_free in [
+        "transpose/smem_padded",
+        "transpose/smem_swizzled",
+        "transpose/sector_aligned",
+    ] {
+        let a = analyze(conflict_free, "256x256", DType::F32);
+        for kind in ["load", "store"] {
+            let s = a.totals("shared", kind).unwrap();
+            assert_eq!(s.worst_degree, 1, "{conflict_free} shared {kind}");
+        }
+        assert_eq!(global_efficiency(&a, "load"), 1.0, "{conflict_free}");
+        assert_eq!(global_efficiency(&a, "store"), 1.0, "{conflict_free}");
+    }
+
+    // 8191-element rows start mid-sector: the padded tile's stores touch a fifth sector,
+    // the sector-aligned tile's do not (the effect measured on the H200).
+    let padded = analyze("transpose/smem_padded", "255x130", DType::F32);
+    let aligned = analyze("transpose/sector_aligned", "255x130", DType::F32);
+    let (p, s) = (
+        global_efficiency(&padded, "store"),
+        global_efficiency(&aligned, "store"),
+    );
+    assert!(
+        p < 0.85 && s > p + 0.1,
+        "store efficiency padded {p:.3}, sector-aligned {s:.3}"
+    );
+}
+
+#[test]
+fn analysis_of_copies() {
+    for k in ["copy/scalar", "copy/vec16", "copy/grid_stride"] {
+        let a = analyze(k, "65536", DType::F32);
+        assert_eq!(global_efficiency(&a, "load"), 1.0, "{k}");
+        assert_eq!(global_efficiency(&a, "store"), 1.0, "{k}");
+    }
+}
+
+// --- Planted bugs: each kernel below is wrong in one way, and the simulator must say how. ---
+
+fn run(
+    kernel: unsafe fn(&[u64]),
+    block: u32,
+    shared: usize,
+    args: &[u64],
+    limits: SimLimits,
+) -> Result<(), Error> {
+    let sim = Simulator::new(limits);
+    let launch = SimLaunch {
+        grid: (1, 1, 1),
+        block: (block, 1, 1),
+        shared_bytes: shared,
+    };
+    sim.launch("planted", kernel, &launch, args)
+}
+
+fn expect_sim_error(r: Result<(), Error>, needle: &str) -> String {
+    match r {
+        Err(e @ Error::Sim { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains(needle), "expected `{needle}` in: {text}");
+            text
+        }
+        other => panic!("expected a simulator error containing `{needle}`, got {other:?}"),
+    }
+}
+
+/// Each thread writes its shared word, then reads its neighbour's without a barrier.
+unsafe fn race_kernel(_: &[u64]) {
+    let t = gpu::thread_idx_x();
+    u32::st_shared(4 * t, t);
+    let _ = u32::ld_shared(4 * ((t + 1) % gpu::block_dim_x()));
+}
+
+#[test]
+fn planted_race_is_caught() {
+    let text = expect_sim_error(run(race_kernel, 64, 256, &[], SimLimits::default()), "race");
+    // Threads run one after another between barriers, so the pair is seen as thread 0's read
+    // followed by thread 1's write to the same word.
+    assert!(
+        text.contains("write after read") && text.contains("thread 0"),
+        "{text}"
+    );
+}
+
+/// The same with the barrier it needs: no error.
+unsafe fn race_fixed_kernel(_: &[u64]) {
+    let t = gpu::thread_idx_x();
+    u32::st_shared(4 * t, t);
+    gpu::sync_threads();
+    let _ = u32::ld_shared(4 * ((t + 1) % gpu::block_dim_x()));
+}
+
+#[test]
+fn the_same_kernel_with_its_barrier_is_clean() {
+    run(race_fixed_kernel, 64, 256, &[], SimLimits::default()).unwrap();
+}
+
+/// `i <= n` instead of `i < n`: one store past the end.
+unsafe fn off_by_one_kernel(args: &[u64]) {
+    let (dst, n) = (args[0] as usize as *mut f32, args[1]);
+    let i = gpu::thread_idx_x() as u64;
+    if i <= n {
+        f32::st_global(dst.wrapping_add(i as usize), 1.0);
+    }
+}
+
+#[test]
+fn planted_out_of_bounds_write_is_caught() {
+    let sim = Simulator::default();
+    let buf = sim.alloc::<f32>(100, "dst").unwrap();
+    let launch = SimLaunch {
+        grid: (1, 1, 1),
+        block: (128, 1, 1),
+        shared_bytes: 0,
+    };
+    let text = expect_sim_error(
+        sim.launch("planted", off_by_one_kernel, &launch, &[buf.addr(), 100]),
+        "out-of-bounds global store",
+    );
+    assert!(
+        text.contains("thread (100, 0, 0)") && text.contains("`dst`"),
+        "{text}"
+    );
+}
+
+/// A tiled transpose that forgot its barrier between the shared store and the shared load.
+unsafe fn missing_barrier_kernel(_: &[u64]) {
+    let (tx, ty) = (gpu::thread_idx_x() % 32, gpu::thread_idx_x() / 32);
+    u32::st_shared(4 * (ty * 32 + tx), tx);
+    let _ = u32::ld_shared(4 * (tx * 32 + ty));
+}
+
+#[test]
+fn planted_missing_barrier_is_caught() {
+    expect_sim_error(
+        run(
+            missing_barrier_kernel,
+            1024,
+            4096,
+            &[],
+            SimLimits::default(),
+        ),
+        "race",
+    );
+}
+
+/// Only half the block reaches the barrier.
+unsafe fn divergent_barrier_kernel(_: &[u64]) {
+    if gpu::thread_idx_x() < 16 {
+        gpu::sync_threads();
+    }
+}
+
+#[test]
+fn planted_divergent_barrier_is_caught_not_hung() {
+    let text = expect_sim_error(
+        run(divergent_barrier_kernel, 64, 0, &[], SimLimits::default()),
+        "barrier divergence",
+    );
+    assert!(
+        text.contains("exited") && text.contains("16 thread(s) at the barrier"),
+        "{text}"
+    );
+}
+
+/// Both halves call a barrier, but different ones.
+#[allow(clippy::if_same_then_else)]
+unsafe fn two_barriers_kernel(_: &[u64]) {
+    if gpu::thread_idx_x().is_multiple_of(2) {
+        gpu::sync_threads();
+    } else {
+        gpu::sync_threads();
+    }
+}
+
+#[test]
+fn threads_at_different_barriers_are_caught() {
+    expect_sim_error(
+        run(two_barriers_kernel, 64, 0, &[], SimLimits::default()),
+        "barrier divergence",
+    );
+}
+
+/// Thread 0 spins until thread 1 sets a flag, but thread 1 only sets it after a barrier that
+/// thread 0 never reaches: a hang on a GPU, a bounded error here.
+unsafe fn spin_kernel(_: &[u64]) {
+    if gpu::thread_idx_x() == 0 {
+        while u32::ld_shared(0) != 7 {}
+    } else {
+        gpu::sync_threads();
+        u32::st_shared(0, 7);
+    }
+}
+
+#[test]
+fn planted_spin_wait_is_bounded() {
+    let limits = SimLimits {
+        step_budget: 100_000,
+        ..SimLimits::default()
+    };
+    expect_sim_error(
+        run(spin_kernel, 32, 16, &[], limits),
+        "without reaching a barrier",
+    );
+}
+
+/// Shared access past the launch's shared bytes.
+unsafe fn shared_oob_kernel(_: &[u64]) {
+    u32::st_shared(4 * gpu::thread_idx_x(), 0);
+}
+
+#[test]
+fn planted_shared_out_of_bounds_is_caught() {
+    let text = expect_sim_error(
+        run(shared_oob_kernel, 64, 128, &[], SimLimits::default()),
+        "outside the 128-byte arena",
+    );
+    assert!(text.contains("thread (32, 0, 0)"), "{text}");
+}
+
+unsafe fn misaligned_kernel(args: &[u64]) {
+    let p = (args[0] + 2) as usize as *const f32;
+    let _ = f32::ld_global_nc(p);
+}
+
+#[test]
+fn misaligned_global_access_is_caught() {
+    let sim = Simulator::default();
+    let buf = sim.alloc::<f32>(8, "src").unwrap();
+    let launch = SimLaunch {
+        grid: (1, 1, 1),
+        block: (1, 1, 1),
+        shared_bytes: 0,
+    };
+    expect_sim_error(
+        sim.launch("planted", misaligned_kernel, &launch, &[buf.addr()]),
+        "misaligned",
+    );
+}
+
+unsafe fn trap_kernel(_: &[u64]) {
+    if gpu::thread_idx_x() == 5 {
+        gpu::trap();
+    }
+}
+
+unsafe fn panic_kernel(_: &[u64]) {
+    let v: [u32; 4] = [0; 4];
+    let i = gpu::thread_idx_x() as usize;
+    let _ = std::hint::black_box(v)[i];
+}
+
+#[test]
+fn traps_and_panics_are_errors() {
+    let text = expect_sim_error(run(trap_kernel, 32, 0, &[], SimLimits::default()), "trap");
+    assert!(text.contains("thread (5, 0, 0)"), "{text}");
+    expect_sim_error(
+        run(panic_kernel, 32, 0, &[], SimLimits::default()),
+        "panicked",
+    );
+}
+
+#[test]
+fn launches_beyond_the_device_limits_are_errors() {
+    let e = run(race_fixed_kernel, 1025, 0, &[], SimLimits::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::Resource { .. }) && e.to_string().contains("1025 threads"),
+        "{e}"
+    );
+    let e = run(race_fixed_kernel, 32, 300 * 1024, &[], SimLimits::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::Resource { .. }) && e.to_string().contains("shared memory"),
+        "{e}"
+    );
+}
+
+/// Warp reduction with butterfly shuffles; lane 0 of each warp writes the sum, and a ballot.
+unsafe fn warp_sum_kernel(args: &[u64]) {
+    let out = args[0] as usize as *mut u32;
+    let t = gpu::thread_idx_x();
+    let mut v = t;
+    let mut m = 16;
+    while m > 0 {
+        v += gpu::shfl_xor(v, m);
+        m /= 2;
+    }
+    let from_lane_3 = gpu::shfl_idx(t, 3);
+    let odd = gpu::ballot(t % 2 == 1);
+    if gpu::lane_id() == 0 {
+        let w = (t / 32) as usize;
+        u32::st_global(out.wrapping_add(3 * w), v);
+        u32::st_global(out.wrapping_add(3 * w + 1), from_lane_3);
+        u32::st_global(out.wrapping_add(3 * w + 2), odd);
+    }
+}
+
+#[test]
+fn warp_collectives_compute_what_ptx_defines() {
+    let sim = Simulator::default();
+    let buf = sim.alloc::<u32>(6, "out").unwrap();
+    let launch = SimLaunch {
+        grid: (1, 1, 1),
+        block: (64, 1, 1),
+        shared_bytes: 0,
+    };
+    sim.launch("warp_sum", warp_sum_kernel, &launch, &[buf.addr()])
+        .unwrap();
+    let got = sim.read(&buf).unwrap();
+    let sum = |w: u32| (32 * w..32 * w + 32).sum::<u32>();
+    assert_eq!(got, vec![sum(0), 3, 0xaaaa_aaaa, sum(1), 35, 0xaaaa_aaaa]);
+}
+
+/// Only half a warp calls the shuffle.
+unsafe fn divergent_shuffle_kernel(_: &[u64]) {
+    if gpu::lane_id() < 16 {
+        let _ = gpu::shfl_xor(1, 1);
+    }
+}
+
+#[test]
+fn divergent_warp_collective_is_caught() {
+    expect_sim_error(
+        run(divergent_shuffle_kernel, 32, 0, &[], SimLimits::default()),
+        "16 of 32 lanes",
+    );
+}
