@@ -1,9 +1,8 @@
 //! One launch API, two back ends: the same registry, launch plans and arguments run on the GPU
 //! or in the simulator.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, DeviceRepr};
 
-use crate::elem::DeviceElem;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::sim::{SimBuf, Simulator};
@@ -72,7 +71,7 @@ impl Backend {
     }
 
     /// A new buffer holding `host`.
-    pub fn upload<T: DeviceElem>(&self, host: &[T], what: &str) -> Result<Buf<T>> {
+    pub fn upload<T: DeviceRepr + Copy + Default>(&self, host: &[T], what: &str) -> Result<Buf<T>> {
         match self {
             Backend::Gpu(g) => g.upload(host, what).map(Buf::Gpu),
             Backend::Simulator(s) => {
@@ -84,12 +83,21 @@ impl Backend {
     }
 
     /// A new buffer of `n` elements, each `value`.
-    pub fn filled<T: DeviceElem>(&self, n: usize, value: T, what: &str) -> Result<Buf<T>> {
+    pub fn filled<T: DeviceRepr + Copy + Default>(
+        &self,
+        n: usize,
+        value: T,
+        what: &str,
+    ) -> Result<Buf<T>> {
         self.upload(&vec![value; n], what)
     }
 
     /// The buffer's contents (waits for the work before it).
-    pub fn download<T: DeviceElem>(&self, buf: &Buf<T>, what: &str) -> Result<Vec<T>> {
+    pub fn download<T: DeviceRepr + Copy + Default>(
+        &self,
+        buf: &Buf<T>,
+        what: &str,
+    ) -> Result<Vec<T>> {
         match (self, buf) {
             (Backend::Gpu(g), Buf::Gpu(b)) => g.download(b, what),
             (Backend::Simulator(s), Buf::Sim(b)) => s.read(b),

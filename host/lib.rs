@@ -24,6 +24,7 @@ pub mod harness;
 pub mod problem;
 pub mod ptx;
 pub mod ptxas;
+pub mod selftest;
 pub mod sim;
 pub mod strided;
 pub mod suite;

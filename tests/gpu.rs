@@ -174,3 +174,31 @@ fn a_kernel_missing_from_the_ptx_is_a_typed_error() {
     gpu.synchronize("copy_scalar_f32 from a reduced module")
         .unwrap();
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn tensor_core_primitives_match_the_simulator_bit_for_bit() {
+    use rustile::selftest::{self, TcInputs};
+    use rustile_kernels::gpu::MmaKind;
+    let gpu = Backend::Gpu(gpu());
+    let sim = Backend::Simulator(rustile::sim::Simulator::default());
+    for kind in [MmaKind::F16, MmaKind::Bf16] {
+        for integers in [true, false] {
+            let inputs = TcInputs::random(kind, integers, fresh_seed());
+            let on_gpu = selftest::run(&gpu, kind, &inputs).unwrap();
+            let on_sim = selftest::run(&sim, kind, &inputs).unwrap();
+            let want = inputs.reference(kind);
+            let e = selftest::max_error(&on_gpu, &want);
+            assert!(e < 1e-6, "{kind:?} integers={integers}: GPU error {e}");
+            if integers {
+                // Exact arithmetic: the simulator's fragment layouts must reproduce the hardware.
+                assert_eq!(on_gpu, on_sim, "{kind:?}: GPU and simulator differ");
+            } else {
+                for (i, (s, g)) in on_sim.iter().zip(&on_gpu).enumerate() {
+                    let e = (s - g).abs() / g.abs().max(1.0);
+                    assert!(e < 1e-6, "{kind:?} element {i}: simulator {s} vs GPU {g}");
+                }
+            }
+        }
+    }
+}

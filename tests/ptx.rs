@@ -70,6 +70,11 @@ fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
     let mut registered: Vec<&str> = KERNELS
         .iter()
         .flat_map(|k| k.symbols.iter().map(|e| e.symbol))
+        .chain(
+            rustile_kernels::selftest::SELFTESTS
+                .iter()
+                .map(|(s, _, _)| *s),
+        )
         .collect();
     registered.sort_unstable();
     for flavour in Flavour::ALL {

@@ -7,8 +7,8 @@ use std::panic::AssertUnwindSafe;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use rustile_kernels::gpu::host::{self as hooks, SimThread, Site, Space, WarpOp};
-use rustile_kernels::gpu::Special;
+use rustile_kernels::gpu::host::{self as hooks, SimThread, Site, Space, WarpOp, WideOp};
+use rustile_kernels::gpu::{MmaKind, Special};
 use rustile_kernels::registry::SimFn;
 
 use super::analysis::{Access, Analysis};
@@ -18,24 +18,52 @@ use crate::error::{Error, Result};
 /// Stack per simulated thread. Kernel bodies are small; debug builds need more than release.
 const STACK_BYTES: usize = 256 * 1024;
 
+/// A warp-collective call of one lane.
+#[derive(Clone, Copy, Debug)]
+enum Collective {
+    Simple(WarpOp, u32),
+    Wide(WideOp, [u32; 10]),
+}
+
+impl Collective {
+    fn same_kind(&self, other: &Collective) -> bool {
+        match (self, other) {
+            (Collective::Simple(a, _), Collective::Simple(b, _)) => a.same_kind(*b),
+            (Collective::Wide(a, _), Collective::Wide(b, _)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 /// Why a thread stopped running.
 #[derive(Clone, Copy, Debug)]
 enum Event {
     Barrier(Site),
-    Warp(WarpOp, u32, Site),
+    Warp(Collective, Site),
 }
 
 /// Payload of the unwinding that ends a thread after an error was recorded.
 struct SimTrap;
 
-type ThreadCoroutine = Coroutine<u32, Event, (), DefaultStack>;
+type ThreadCoroutine = Coroutine<[u32; 4], Event, (), DefaultStack>;
 
 #[derive(Clone, Copy, Debug)]
 enum State {
-    Runnable(u32),
+    Runnable([u32; 4]),
     Barrier(Site),
-    Warp(WarpOp, u32, Site),
+    Warp(Collective, Site),
     Done,
+}
+
+/// An asynchronous copy not yet completed.
+#[derive(Clone, Copy)]
+struct PendingCopy {
+    dst: u32,
+    src: u64,
+    bytes: usize,
+    /// Commit group, once committed.
+    group: Option<u32>,
+    site: Site,
 }
 
 /// Who last wrote and read a shared byte, in which barrier interval (epoch).
@@ -71,8 +99,10 @@ struct Thread {
     block: *const Block,
     tid: (u32, u32, u32),
     linear: u32,
-    yielder: Cell<*const Yielder<u32, Event>>,
+    yielder: Cell<*const Yielder<[u32; 4], Event>>,
     steps: Cell<u64>,
+    pending: RefCell<Vec<PendingCopy>>,
+    committed: Cell<u32>,
     /// Per source line: how many times this thread executed it (groups warp instructions).
     occurrences: RefCell<HashMap<usize, u32>>,
 }
@@ -113,7 +143,7 @@ impl Thread {
         }
     }
 
-    fn suspend(&self, e: Event) -> u32 {
+    fn suspend(&self, e: Event) -> [u32; 4] {
         self.steps.set(0);
         // SAFETY: set when the coroutine started; valid while it runs.
         unsafe { (*self.yielder.get()).suspend(e) }
@@ -150,8 +180,8 @@ impl Thread {
         }
     }
 
-    /// Race check on shared bytes `[addr, addr + len)`.
-    fn shadow(&self, addr: usize, len: usize, store: bool, site: Site) {
+    /// Race check on shared bytes `[addr, addr + len)`, then records this access.
+    fn shadow(&self, addr: usize, len: usize, store: bool) -> std::result::Result<(), String> {
         let b = self.block();
         let epoch = b.epoch.get();
         let me = self.linear;
@@ -171,15 +201,11 @@ impl Thread {
                 } else {
                     "read after write"
                 };
-                let other = s.writer;
-                drop(shadow);
-                self.fail(race(kind, other), site);
+                return Err(race(kind, s.writer));
             }
             if store {
                 if s.read_epoch == epoch && s.reader != me {
-                    let other = s.reader;
-                    drop(shadow);
-                    self.fail(race("write after read", other), site);
+                    return Err(race("write after read", s.reader));
                 }
                 s.write_epoch = epoch;
                 s.writer = me;
@@ -192,6 +218,75 @@ impl Thread {
                 s.reader = me;
             }
         }
+        Ok(())
+    }
+
+    fn shared_access(
+        &self,
+        addr: u64,
+        bytes: usize,
+        store: bool,
+    ) -> std::result::Result<(), String> {
+        let len = self.block().shared.borrow().len();
+        if addr + bytes as u64 > len as u64 {
+            let kind = if store { "store" } else { "load" };
+            return Err(format!(
+                "shared {kind} of {bytes} bytes at {addr:#x} outside the {len}-byte arena"
+            ));
+        }
+        self.shadow(addr as usize, bytes, store)
+    }
+
+    fn shared_read(&self, addr: u64, bytes: usize) -> std::result::Result<[u8; 16], String> {
+        self.shared_access(addr, bytes, false)?;
+        let mut out = [0u8; 16];
+        let a = addr as usize;
+        out[..bytes].copy_from_slice(&self.block().shared.borrow()[a..a + bytes]);
+        Ok(out)
+    }
+
+    fn shared_write(&self, addr: u64, data: &[u8]) -> std::result::Result<(), String> {
+        self.shared_access(addr, data.len(), true)?;
+        let a = addr as usize;
+        self.block().shared.borrow_mut()[a..a + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn global_read(&self, addr: u64, bytes: usize) -> std::result::Result<[u8; 16], String> {
+        // SAFETY: the simulator outlives the launch.
+        let mem = unsafe { &*self.block().memory }.borrow();
+        let (base, a) = mem
+            .find(addr, bytes)
+            .map_err(|e| format!("out-of-bounds global load: {e}"))?;
+        let off = (addr - base) as usize;
+        let mut out = [0u8; 16];
+        out[..bytes].copy_from_slice(&a.data[off..off + bytes]);
+        Ok(out)
+    }
+
+    fn global_write(&self, addr: u64, data: &[u8]) -> std::result::Result<(), String> {
+        // SAFETY: the simulator outlives the launch.
+        let mut mem = unsafe { &*self.block().memory }.borrow_mut();
+        let dst = mem
+            .find_mut(addr, data.len())
+            .map_err(|e| format!("out-of-bounds global store: {e}"))?;
+        dst.copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Completes this thread's copies of groups older than the newest `keep` committed ones.
+    fn complete_copies(&self, keep: u32) -> std::result::Result<(), (String, Site)> {
+        let committed = self.committed.get();
+        let due = |c: &PendingCopy| c.group.is_some_and(|g| g + keep < committed);
+        let ready: Vec<PendingCopy> = self.pending.borrow().iter().copied().filter(due).collect();
+        self.pending.borrow_mut().retain(|c| !due(c));
+        for c in ready {
+            let data = self.global_read(c.src, c.bytes).map_err(|e| (e, c.site))?;
+            self.shared_write(c.dst as u64, &data[..c.bytes])
+                .map_err(|e| (e, c.site))?;
+            self.record(Space::Shared, c.dst as u64, c.bytes, true, c.site);
+        }
+        Ok(())
     }
 }
 
@@ -218,75 +313,24 @@ impl SimThread for Thread {
     fn load(&self, space: Space, addr: u64, bytes: usize, site: Site) -> [u8; 16] {
         self.step(site);
         self.check_aligned(space, addr, bytes, site);
-        let mut out = [0u8; 16];
-        let b = self.block();
-        match space {
-            Space::Global => {
-                // SAFETY: the simulator outlives the launch.
-                let mem = unsafe { &*b.memory }.borrow();
-                match mem.find(addr, bytes) {
-                    Ok((base, a)) => {
-                        let off = (addr - base) as usize;
-                        out[..bytes].copy_from_slice(&a.data[off..off + bytes]);
-                    }
-                    Err(e) => {
-                        drop(mem);
-                        self.fail(format!("out-of-bounds global load: {e}"), site)
-                    }
-                }
-            }
-            Space::Shared => {
-                let a = addr as usize;
-                let len = b.shared.borrow().len();
-                if addr + bytes as u64 > len as u64 {
-                    self.fail(
-                        format!(
-                            "shared load of {bytes} bytes at {addr:#x} outside the {len}-byte arena"
-                        ),
-                        site,
-                    );
-                }
-                self.shadow(a, bytes, false, site);
-                out[..bytes].copy_from_slice(&b.shared.borrow()[a..a + bytes]);
-            }
+        let out = match space {
+            Space::Global => self.global_read(addr, bytes),
+            Space::Shared => self.shared_read(addr, bytes),
         }
+        .unwrap_or_else(|e| self.fail(e, site));
         self.record(space, addr, bytes, false, site);
         out
     }
 
     fn store(&self, space: Space, addr: u64, data: &[u8], site: Site) {
         self.step(site);
-        let bytes = data.len();
-        self.check_aligned(space, addr, bytes, site);
-        let b = self.block();
+        self.check_aligned(space, addr, data.len(), site);
         match space {
-            Space::Global => {
-                // SAFETY: the simulator outlives the launch.
-                let mut mem = unsafe { &*b.memory }.borrow_mut();
-                match mem.find_mut(addr, bytes) {
-                    Ok(dst) => dst.copy_from_slice(data),
-                    Err(e) => {
-                        drop(mem);
-                        self.fail(format!("out-of-bounds global store: {e}"), site)
-                    }
-                }
-            }
-            Space::Shared => {
-                let a = addr as usize;
-                let len = b.shared.borrow().len();
-                if addr + bytes as u64 > len as u64 {
-                    self.fail(
-                        format!(
-                            "shared store of {bytes} bytes at {addr:#x} outside the {len}-byte arena"
-                        ),
-                        site,
-                    );
-                }
-                self.shadow(a, bytes, true, site);
-                b.shared.borrow_mut()[a..a + bytes].copy_from_slice(data);
-            }
+            Space::Global => self.global_write(addr, data),
+            Space::Shared => self.shared_write(addr, data),
         }
-        self.record(space, addr, bytes, true, site);
+        .unwrap_or_else(|e| self.fail(e, site));
+        self.record(space, addr, data.len(), true, site);
     }
 
     fn barrier(&self, site: Site) {
@@ -294,7 +338,63 @@ impl SimThread for Thread {
     }
 
     fn warp(&self, op: WarpOp, value: u32, site: Site) -> u32 {
-        self.suspend(Event::Warp(op, value, site))
+        self.suspend(Event::Warp(Collective::Simple(op, value), site))[0]
+    }
+
+    fn warp_wide(&self, op: WideOp, inputs: [u32; 10], site: Site) -> [u32; 4] {
+        self.suspend(Event::Warp(Collective::Wide(op, inputs), site))
+    }
+
+    fn cp_async(&self, dst: u32, src: u64, bytes: usize, site: Site) {
+        self.step(site);
+        self.check_aligned(Space::Global, src, bytes, site);
+        self.check_aligned(Space::Shared, dst as u64, bytes, site);
+        if let Err(e) = self.global_read(src, bytes) {
+            self.fail(format!("cp.async source: {e}"), site);
+        }
+        let len = self.block().shared.borrow().len();
+        if dst as usize + bytes > len {
+            self.fail(
+                format!("cp.async destination {dst:#x} (+{bytes}) outside the {len}-byte arena"),
+                site,
+            );
+        }
+        self.record(Space::Global, src, bytes, false, site);
+        self.pending.borrow_mut().push(PendingCopy {
+            dst,
+            src,
+            bytes,
+            group: None,
+            site,
+        });
+    }
+
+    fn cp_async_commit(&self, site: Site) {
+        self.step(site);
+        let g = self.committed.get();
+        let mut any = false;
+        for c in self
+            .pending
+            .borrow_mut()
+            .iter_mut()
+            .filter(|c| c.group.is_none())
+        {
+            c.group = Some(g);
+            any = true;
+        }
+        // An empty group still counts (PTX: commit_group with no copies makes an empty group).
+        let _ = any;
+        self.committed.set(g + 1);
+    }
+
+    fn cp_async_wait(&self, pending: u32, site: Site) {
+        self.step(site);
+        if let Err((e, copy_site)) = self.complete_copies(pending) {
+            self.fail(
+                format!("asynchronous copy issued at {copy_site}: {e}"),
+                site,
+            );
+        }
     }
 
     fn trap(&self, site: Site) -> ! {
@@ -360,6 +460,8 @@ impl<'a> BlockRunner<'a> {
                 linear,
                 yielder: Cell::new(std::ptr::null()),
                 steps: Cell::new(0),
+                pending: RefCell::new(Vec::new()),
+                committed: Cell::new(0),
                 occurrences: RefCell::new(HashMap::new()),
             })
             .collect();
@@ -377,7 +479,7 @@ impl<'a> BlockRunner<'a> {
             let args = self.args.clone();
             coroutines.push(Some(Coroutine::with_stack(
                 stack,
-                move |yielder: &Yielder<u32, Event>, _: u32| {
+                move |yielder: &Yielder<[u32; 4], Event>, _: [u32; 4]| {
                     // SAFETY: `thread` outlives the coroutine (both live in `run`).
                     unsafe { (*thread).yielder.set(yielder) };
                     // SAFETY: the launcher checked the arguments against the kernel's contract.
@@ -385,7 +487,7 @@ impl<'a> BlockRunner<'a> {
                 },
             )));
         }
-        let mut states = vec![State::Runnable(0); n];
+        let mut states = vec![State::Runnable([0; 4]); n];
         let result = schedule(&block, &threads, &mut coroutines, &mut states);
         hooks::leave();
         // Unfinished threads (after an error) are unwound here; their stacks are reused.
@@ -409,7 +511,7 @@ fn describe(states: &[State], threads: &[Thread]) -> String {
         let key = match s {
             State::Runnable(_) => "running".to_string(),
             State::Barrier(site) => format!("at the barrier at {site}"),
-            State::Warp(op, _, site) => format!("at warp collective {op:?} at {site}"),
+            State::Warp(op, site) => format!("at warp collective {op:?} at {site}"),
             State::Done => "exited".to_string(),
         };
         groups.entry(key).or_default().push(t.linear);
@@ -454,7 +556,7 @@ fn schedule(
             let r = std::panic::catch_unwind(AssertUnwindSafe(|| co.resume(input)));
             states[i] = match r {
                 Ok(CoroutineResult::Yield(Event::Barrier(site))) => State::Barrier(site),
-                Ok(CoroutineResult::Yield(Event::Warp(op, v, site))) => State::Warp(op, v, site),
+                Ok(CoroutineResult::Yield(Event::Warp(op, site))) => State::Warp(op, site),
                 Ok(CoroutineResult::Return(())) => State::Done,
                 Err(payload) => {
                     if let Some(e) = block.error.borrow_mut().take() {
@@ -480,10 +582,10 @@ fn schedule(
         // Warp collectives: all 32 lanes of a warp waiting at the same one.
         for w in 0..n.div_ceil(32) {
             let lanes = w * 32..((w + 1) * 32).min(n);
-            let waiting: Vec<(WarpOp, u32, Site)> = states[lanes.clone()]
+            let waiting: Vec<(Collective, Site)> = states[lanes.clone()]
                 .iter()
                 .filter_map(|s| match s {
-                    State::Warp(op, v, site) => Some((*op, *v, *site)),
+                    State::Warp(op, site) => Some((*op, *site)),
                     _ => None,
                 })
                 .collect();
@@ -496,7 +598,7 @@ fn schedule(
             if runnable {
                 continue;
             }
-            let (op0, _, site0) = waiting[0];
+            let (op0, site0) = waiting[0];
             if waiting.len() != 32 {
                 return Err(sim_error(format!(
                     "warp {w}: {} of 32 lanes wait at warp collective {op0:?} at {site0}, the others \
@@ -507,16 +609,40 @@ fn schedule(
             }
             if waiting
                 .iter()
-                .any(|(op, _, site)| !op.same_kind(op0) || !std::ptr::eq(*site, site0))
+                .any(|(op, site)| !op.same_kind(&op0) || !std::ptr::eq(*site, site0))
             {
                 return Err(sim_error(format!(
                     "warp {w}: lanes wait at different warp collectives: {}",
                     describe(&states[lanes.clone()], &threads[lanes.clone()])
                 )));
             }
-            let values: [u32; 32] = std::array::from_fn(|l| waiting[l].1);
+            let results: [[u32; 4]; 32] = match op0 {
+                Collective::Simple(op, _) => {
+                    let values: [u32; 32] = std::array::from_fn(|l| match waiting[l].0 {
+                        Collective::Simple(_, v) => v,
+                        Collective::Wide(..) => unreachable!("same kind"),
+                    });
+                    std::array::from_fn(|l| match waiting[l].0 {
+                        Collective::Simple(op_l, _) => [op_l.result(l as u32, &values), 0, 0, 0],
+                        Collective::Wide(..) => [op.result(l as u32, &values), 0, 0, 0],
+                    })
+                }
+                Collective::Wide(op, _) => {
+                    let inputs: [[u32; 10]; 32] = std::array::from_fn(|l| match waiting[l].0 {
+                        Collective::Wide(_, v) => v,
+                        Collective::Simple(..) => unreachable!("same kind"),
+                    });
+                    wide(op, &inputs, &threads[lanes.clone()], site0).map_err(|(lane, what)| {
+                        Error::Sim {
+                            kernel: block.kernel.clone(),
+                            at: format!("{} at {site0}", threads[lanes.start + lane].who()),
+                            what,
+                        }
+                    })?
+                }
+            };
             for (l, s) in states[lanes].iter_mut().enumerate() {
-                *s = State::Runnable(waiting[l].0.result(l as u32, &values));
+                *s = State::Runnable(results[l]);
             }
             progressed = true;
         }
@@ -533,7 +659,7 @@ fn schedule(
             .collect();
         if at_barrier.len() == n && at_barrier.iter().all(|s| std::ptr::eq(*s, at_barrier[0])) {
             block.epoch.set(block.epoch.get() + 1);
-            states.iter_mut().for_each(|s| *s = State::Runnable(0));
+            states.iter_mut().for_each(|s| *s = State::Runnable([0; 4]));
             continue;
         }
         let what = if at_barrier.is_empty() {
@@ -542,5 +668,121 @@ fn schedule(
             "barrier divergence: not every thread of the block reached the same barrier".to_string()
         };
         return Err(sim_error(format!("{what}: {}", describe(states, threads))));
+    }
+}
+
+fn to_f32(kind: MmaKind, bits: u16) -> f64 {
+    match kind {
+        MmaKind::F16 => half::f16::from_bits(bits).to_f64(),
+        MmaKind::Bf16 => half::bf16::from_bits(bits).to_f64(),
+    }
+}
+
+fn lo(v: u32) -> u16 {
+    v as u16
+}
+
+fn hi(v: u32) -> u16 {
+    (v >> 16) as u16
+}
+
+fn pack(lo: u16, hi: u16) -> u32 {
+    lo as u32 | (hi as u32) << 16
+}
+
+/// Computes a wide warp collective for the 32 `lanes`; an error names the lane at fault.
+#[allow(clippy::needless_range_loop)] // the indices are the PTX ISA's layout formulas
+fn wide(
+    op: WideOp,
+    inputs: &[[u32; 10]; 32],
+    lanes: &[Thread],
+    site: Site,
+) -> std::result::Result<[[u32; 4]; 32], (usize, String)> {
+    match op {
+        WideOp::Mma(kind) => {
+            // Assemble A (16×16), B (16×8), C (16×8) from the fragments (PTX ISA layouts).
+            let mut a = [[0f64; 16]; 16];
+            let mut b = [[0f64; 8]; 16];
+            let mut c = [[0f64; 8]; 16];
+            for (l, inp) in inputs.iter().enumerate() {
+                let (g, t) = (l / 4, l % 4);
+                for (i, (row, col)) in [
+                    (g, 2 * t),
+                    (g + 8, 2 * t),
+                    (g, 2 * t + 8),
+                    (g + 8, 2 * t + 8),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    a[row][col] = to_f32(kind, lo(inp[i]));
+                    a[row][col + 1] = to_f32(kind, hi(inp[i]));
+                }
+                for (i, k) in [2 * t, 2 * t + 8].into_iter().enumerate() {
+                    b[k][g] = to_f32(kind, lo(inp[4 + i]));
+                    b[k + 1][g] = to_f32(kind, hi(inp[4 + i]));
+                }
+                for (i, (row, col)) in [
+                    (g, 2 * t),
+                    (g, 2 * t + 1),
+                    (g + 8, 2 * t),
+                    (g + 8, 2 * t + 1),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    c[row][col] = f32::from_bits(inp[6 + i]) as f64;
+                }
+            }
+            let d = |row: usize, col: usize| {
+                let acc: f64 = (0..16).map(|k| a[row][k] * b[k][col]).sum();
+                ((acc + c[row][col]) as f32).to_bits()
+            };
+            Ok(std::array::from_fn(|l| {
+                let (g, t) = (l / 4, l % 4);
+                [
+                    d(g, 2 * t),
+                    d(g, 2 * t + 1),
+                    d(g + 8, 2 * t),
+                    d(g + 8, 2 * t + 1),
+                ]
+            }))
+        }
+        WideOp::Ldmatrix { count, trans } => {
+            if !matches!(count, 1 | 2 | 4) {
+                return Err((0, format!("ldmatrix .x{count}: only x1, x2, x4 exist")));
+            }
+            // Matrix j, row r comes from the 16 bytes at lane 8j + r's address.
+            let mut m = [[[0u16; 8]; 8]; 4];
+            for j in 0..count as usize {
+                for r in 0..8 {
+                    let lane = 8 * j + r;
+                    let addr = inputs[lane][0] as u64;
+                    if !addr.is_multiple_of(16) {
+                        return Err((
+                            lane,
+                            format!("ldmatrix row address {addr:#x} is not 16-byte aligned"),
+                        ));
+                    }
+                    let row = lanes[lane].shared_read(addr, 16).map_err(|e| (lane, e))?;
+                    lanes[lane].record(Space::Shared, addr, 16, false, site);
+                    for (c, e) in m[j][r].iter_mut().enumerate() {
+                        *e = u16::from_le_bytes([row[2 * c], row[2 * c + 1]]);
+                    }
+                }
+            }
+            Ok(std::array::from_fn(|l| {
+                let (row, col) = (l / 4, 2 * (l % 4));
+                std::array::from_fn(|j| {
+                    if j >= count as usize {
+                        0
+                    } else if trans {
+                        pack(m[j][col][row], m[j][col + 1][row])
+                    } else {
+                        pack(m[j][row][col], m[j][row][col + 1])
+                    }
+                })
+            }))
+        }
     }
 }

@@ -20,6 +20,7 @@
 pub mod copy;
 pub mod gpu;
 pub mod registry;
+pub mod selftest;
 pub mod strided;
 pub mod transpose;
 

@@ -58,6 +58,20 @@ impl WarpOp {
     }
 }
 
+/// Warp-collective operations on several registers per lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WideOp {
+    /// `mma.sync.m16n8k16`: inputs `a[4], b[2], c[4]` (f32 bits), outputs `d[4]` (f32 bits).
+    Mma(super::MmaKind),
+    /// `ldmatrix.x{count}{.trans}`: input 0 is this lane's row address; outputs `count` registers.
+    Ldmatrix {
+        /// Matrices (1, 2, 4).
+        count: u32,
+        /// Transposed.
+        trans: bool,
+    },
+}
+
 /// One simulated GPU thread, as the primitives see it.
 pub trait SimThread {
     /// A special register.
@@ -70,6 +84,14 @@ pub trait SimThread {
     fn barrier(&self, site: Site);
     /// A warp-collective operation: waits for the warp, returns this lane's result.
     fn warp(&self, op: WarpOp, value: u32, site: Site) -> u32;
+    /// A warp-collective operation on several registers per lane.
+    fn warp_wide(&self, op: WideOp, inputs: [u32; 10], site: Site) -> [u32; 4];
+    /// Starts an asynchronous copy of `bytes` from global `src` to shared `dst`.
+    fn cp_async(&self, dst: u32, src: u64, bytes: usize, site: Site);
+    /// Closes this thread's current group of asynchronous copies.
+    fn cp_async_commit(&self, site: Site);
+    /// Completes this thread's committed groups but the newest `pending`.
+    fn cp_async_wait(&self, pending: u32, site: Site);
     /// Ends this thread and fails the launch.
     fn trap(&self, site: Site) -> !;
 }

@@ -511,3 +511,172 @@ impl SharedArena {
         }
     }
 }
+
+// --- Tensor-core primitives (sm_80+): the fragment layouts are the PTX ISA's. ---
+
+/// Tensor-core operand element types for [`mma_m16n8k16`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MmaKind {
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+/// `D = A·B + C` on a 16×8×16 tile by one warp (`mma.sync.aligned.m16n8k16.row.col.f32`),
+/// `A` and `B` in f16 or bf16 (two per `u32`), `C`/`D` in f32.
+///
+/// Fragments, with `g = lane / 4` and `t = lane % 4` (PTX ISA, "Matrix fragments for
+/// mma.m16n8k16"): `a[0]` = A[g][2t..2t+2], `a[1]` = A[g+8][2t..], `a[2]` = A[g][2t+8..],
+/// `a[3]` = A[g+8][2t+8..]; `b[0]` = B[2t..2t+2][g], `b[1]` = B[2t+8..2t+10][g];
+/// `c[0..2]` = C[g][2t..2t+2], `c[2..4]` = C[g+8][2t..2t+2]. Warp-collective.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn mma_m16n8k16(kind: MmaKind, a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: [f32; 4];
+        macro_rules! mma {
+            ($ty:literal) => {{
+                let (d0, d1, d2, d3): (f32, f32, f32, f32);
+                // SAFETY: register-only; every lane of the warp executes it (warp-collective).
+                unsafe {
+                    core::arch::asm!(
+                        concat!("mma.sync.aligned.m16n8k16.row.col.f32.", $ty, ".", $ty, ".f32 ",
+                            "{{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, ",
+                            "{{{c0}, {c1}, {c2}, {c3}}};"),
+                        d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+                        a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                        b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+                        c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+                        options(pure, nomem, nostack, preserves_flags)
+                    );
+                }
+                [d0, d1, d2, d3]
+            }};
+        }
+        d = match kind {
+            MmaKind::F16 => mma!("f16"),
+            MmaKind::Bf16 => mma!("bf16"),
+        };
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let mut inputs = [0u32; 10];
+        inputs[..4].copy_from_slice(&a);
+        inputs[4..6].copy_from_slice(&b);
+        for (i, v) in c.iter().enumerate() {
+            inputs[6 + i] = v.to_bits();
+        }
+        let d = host::current().warp_wide(
+            host::WideOp::Mma(kind),
+            inputs,
+            core::panic::Location::caller(),
+        );
+        d.map(f32::from_bits)
+    }
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x{N}{.trans}.shared.b16`: loads `N` (1, 2 or 4) 8×8 matrices of
+/// 16-bit elements from shared memory; lanes `8j..8j+8` give the row addresses (16 bytes each,
+/// 16-byte aligned) of matrix `j`. Result `r[j]` of lane `l` holds matrix `j`'s row `l / 4`,
+/// columns `2(l % 4)` and `2(l % 4) + 1` — or with `TRANS`, the transposed matrix's. Lanes whose
+/// addresses the instruction does not use still pass one. Warp-collective.
+///
+/// # Safety
+/// Every used address must lie in the launch's dynamic shared memory, 16-byte aligned.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ldmatrix<const N: usize, const TRANS: bool>(addr: u32) -> [u32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mut r = [0u32; 4];
+        macro_rules! ld {
+            ($x:literal, $t:literal, { $($o:ident),+ }) => {{
+                $(let $o: u32;)+
+                core::arch::asm!(
+                    concat!("ldmatrix.sync.aligned.m8n8.", $x, $t, ".shared.b16 {{", ld!(@list $($o),+), "}}, [{addr}];"),
+                    $($o = out(reg32) $o,)+
+                    addr = in(reg32) addr,
+                    options(readonly, nostack, preserves_flags)
+                );
+                let v = [$($o),+];
+                r[..v.len()].copy_from_slice(&v);
+            }};
+            (@list $a:ident) => { concat!("{", stringify!($a), "}") };
+            (@list $a:ident, $($rest:ident),+) => { concat!("{", stringify!($a), "}, ", ld!(@list $($rest),+)) };
+        }
+        match (N, TRANS) {
+            (1, false) => ld!("x1", "", { r0 }),
+            (2, false) => ld!("x2", "", { r0, r1 }),
+            (4, false) => ld!("x4", "", { r0, r1, r2, r3 }),
+            (1, true) => ld!("x1", ".trans", { r0 }),
+            (2, true) => ld!("x2", ".trans", { r0, r1 }),
+            (4, true) => ld!("x4", ".trans", { r0, r1, r2, r3 }),
+            _ => trap(),
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let mut inputs = [0u32; 10];
+        inputs[0] = addr;
+        host::current().warp_wide(
+            host::WideOp::Ldmatrix {
+                count: N as u32,
+                trans: TRANS,
+            },
+            inputs,
+            core::panic::Location::caller(),
+        )
+    }
+}
+
+/// `cp.async.cg.shared.global`: starts a 16-byte copy from global `src` to shared `dst`,
+/// bypassing registers; the data is in shared memory only after a [`cp_async_wait`] that covers
+/// its group ([`cp_async_commit`]).
+///
+/// # Safety
+/// `src` must be 16 readable, 16-byte-aligned bytes of global memory; `dst` 16 bytes of the
+/// launch's shared memory, 16-byte aligned.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn cp_async_16(dst: u32, src: *const Vec16) {
+    #[cfg(target_arch = "nvptx64")]
+    core::arch::asm!(
+        "cp.async.cg.shared.global [{d}], [{s}], 16;",
+        d = in(reg32) dst, s = in(reg64) src,
+        options(nostack, preserves_flags)
+    );
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().cp_async(dst, src as u64, 16, core::panic::Location::caller());
+}
+
+/// `cp.async.commit_group`: closes the group of this thread's copies started since the last
+/// commit.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn cp_async_commit() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: no operands.
+    unsafe {
+        core::arch::asm!("cp.async.commit_group;", options(nostack, preserves_flags))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().cp_async_commit(core::panic::Location::caller());
+}
+
+/// `cp.async.wait_group N`: waits until at most `N` of this thread's committed groups are still
+/// in flight. Other threads' copies need a barrier after their own wait.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn cp_async_wait<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: orders this thread's shared-memory view; no operands besides the immediate.
+    unsafe {
+        core::arch::asm!("cp.async.wait_group {n};", n = const N, options(nostack, preserves_flags))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().cp_async_wait(N, core::panic::Location::caller());
+}

@@ -1,0 +1,144 @@
+//! Tensor-core self-test: runs `kernels-rs/src/selftest.rs` (cp.async → ldmatrix, plain and
+//! transposed → mma.sync m16n8k16) on either back end and checks it against float64.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rustile_kernels::gpu::MmaKind;
+use rustile_kernels::selftest::{SELFTESTS, SHARED_BYTES, THREADS};
+
+use crate::backend::{Backend, Buf};
+use crate::error::{DriverContext, Error, Result};
+use crate::sim::SimLaunch;
+
+/// Inputs of one self-test run.
+#[derive(Clone, Debug)]
+pub struct TcInputs {
+    /// A, 16×16 row-major, element bits.
+    pub a: Vec<u16>,
+    /// B, 16×8 row-major, element bits.
+    pub b: Vec<u16>,
+    /// C, 16×8 row-major.
+    pub c: Vec<f32>,
+}
+
+fn to_f64(kind: MmaKind, bits: u16) -> f64 {
+    match kind {
+        MmaKind::F16 => half::f16::from_bits(bits).to_f64(),
+        MmaKind::Bf16 => half::bf16::from_bits(bits).to_f64(),
+    }
+}
+
+fn from_f32(kind: MmaKind, v: f32) -> u16 {
+    match kind {
+        MmaKind::F16 => half::f16::from_f32(v).to_bits(),
+        MmaKind::Bf16 => half::bf16::from_f32(v).to_bits(),
+    }
+}
+
+impl TcInputs {
+    /// Random inputs: small integers (every product and sum exact in f32, so every back end must
+    /// agree bit for bit) or uniform values in [-1, 1).
+    pub fn random(kind: MmaKind, integers: bool, seed: u64) -> Self {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut v = |_| {
+            if integers {
+                rng.random_range(-4i32..=4) as f32
+            } else {
+                rng.random_range(-1.0f32..1.0)
+            }
+        };
+        let a = (0..256).map(|i| from_f32(kind, v(i))).collect();
+        let b = (0..128).map(|i| from_f32(kind, v(i))).collect();
+        let c = (0..128).map(&mut v).collect();
+        Self { a, b, c }
+    }
+
+    /// `A·B + C` in float64, 16×8 row-major.
+    pub fn reference(&self, kind: MmaKind) -> Vec<f64> {
+        (0..128)
+            .map(|i| {
+                let (row, col) = (i / 8, i % 8);
+                (0..16)
+                    .map(|k| to_f64(kind, self.a[row * 16 + k]) * to_f64(kind, self.b[k * 8 + col]))
+                    .sum::<f64>()
+                    + self.c[i] as f64
+            })
+            .collect()
+    }
+
+    fn b_transposed(&self) -> Vec<u16> {
+        (0..128).map(|i| self.b[(i % 16) * 8 + i / 16]).collect()
+    }
+}
+
+/// Runs the self-test kernel for `kind` and returns `d`: the product through `Bᵀ` and plain
+/// `ldmatrix` (elements 0..128), then through `B` and `ldmatrix.trans` (128..256).
+pub fn run(backend: &Backend, kind: MmaKind, inputs: &TcInputs) -> Result<Vec<f32>> {
+    let (symbol, _, sim_entry) = SELFTESTS
+        .iter()
+        .find(|(_, k, _)| *k == kind)
+        .copied()
+        .ok_or_else(|| Error::Usage(format!("no self-test for {kind:?}")))?;
+    let a = backend.upload(&inputs.a, "A")?;
+    let bt = backend.upload(&inputs.b_transposed(), "Bᵀ")?;
+    let b = backend.upload(&inputs.b, "B")?;
+    let c = backend.upload(&inputs.c, "C")?;
+    let d = backend.filled(256, f32::NAN, "D")?;
+    match (backend, &a, &bt, &b, &c, &d) {
+        (Backend::Gpu(gpu), Buf::Gpu(a), Buf::Gpu(bt), Buf::Gpu(b), Buf::Gpu(c), Buf::Gpu(d)) => {
+            let f = gpu.function(symbol)?;
+            let mut d = d.clone();
+            let mut args = gpu.stream().launch_builder(&f);
+            args.arg(a).arg(bt).arg(b).arg(c).arg(&mut d);
+            let cfg = LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: SHARED_BYTES as u32,
+            };
+            // SAFETY: the kernel is `(a, bt, b: *const u16, c: *const f32, d: *mut f32)` with 256,
+            // 128, 128, 128 and 256 elements, which these buffers hold; one warp; the shared bytes
+            // it addresses.
+            unsafe { args.launch(cfg) }.during(|| format!("launching {symbol}"))?;
+            gpu.download(&d, "D")
+        }
+        (
+            Backend::Simulator(sim),
+            Buf::Sim(a),
+            Buf::Sim(bt),
+            Buf::Sim(b),
+            Buf::Sim(c),
+            Buf::Sim(d),
+        ) => {
+            let launch = SimLaunch {
+                grid: (1, 1, 1),
+                block: (THREADS, 1, 1),
+                shared_bytes: SHARED_BYTES,
+            };
+            sim.launch(
+                symbol,
+                sim_entry,
+                &launch,
+                &[a.addr(), bt.addr(), b.addr(), c.addr(), d.addr()],
+            )?;
+            sim.read(d)
+        }
+        _ => unreachable!("every buffer came from `backend`"),
+    }
+}
+
+/// Largest `|got − want| / max(1, |want|)` over both halves of `d`; NaN counts as infinite.
+pub fn max_error(d: &[f32], want: &[f64]) -> f64 {
+    d.iter()
+        .enumerate()
+        .map(|(i, &g)| {
+            let w = want[i % 128];
+            let e = (g as f64 - w).abs() / w.abs().max(1.0);
+            if e.is_nan() {
+                f64::INFINITY
+            } else {
+                e
+            }
+        })
+        .fold(0.0, f64::max)
+}

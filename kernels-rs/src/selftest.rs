@@ -1,0 +1,102 @@
+//! Self-test kernels for the tensor-core primitives: one warp moves A and B into shared memory
+//! with `cp.async`, loads fragments with `ldmatrix` (plain and `.trans`) and multiplies with
+//! `mma.sync.m16n8k16`. The host runs them on the GPU and in the simulator and compares both
+//! with a float64 reference, which proves the simulator's fragment layouts are the hardware's.
+
+use crate::gpu::{self, Elem, MmaKind, Vec16};
+use crate::registry::SimFn;
+
+/// Shared bytes: A (16×16 b16), Bᵀ (8×16 b16), B (16×8 b16).
+pub const SHARED_BYTES: usize = 512 + 256 + 256;
+/// Threads: one warp.
+pub const THREADS: u32 = 32;
+
+/// `d[0..128] = A·B + C` through `Bᵀ` and plain `ldmatrix`, `d[128..256] = A·B + C` through `B`
+/// and `ldmatrix.trans`. `a`: 16×16 row-major; `bt`: 8×16 row-major (B column-major); `b`:
+/// 16×8 row-major; `c`: 16×8 f32 row-major; all 16-byte aligned.
+#[inline(always)]
+unsafe fn tensor_core_selftest(
+    kind: MmaKind,
+    a: *const u16,
+    bt: *const u16,
+    b: *const u16,
+    c: *const f32,
+    d: *mut f32,
+) {
+    let lane = gpu::thread_idx_x();
+    let smem = gpu::dynamic_shared_base();
+    let (sa, sbt, sb) = (smem, smem + 512, smem + 768);
+    // 32 chunks of A, 16 of Bᵀ, 16 of B: 16 bytes each.
+    gpu::cp_async_16(sa + 16 * lane, (a as *const Vec16).add(lane as usize));
+    if lane < 16 {
+        gpu::cp_async_16(sbt + 16 * lane, (bt as *const Vec16).add(lane as usize));
+    } else {
+        gpu::cp_async_16(
+            sb + 16 * (lane - 16),
+            (b as *const Vec16).add((lane - 16) as usize),
+        );
+    }
+    gpu::cp_async_commit();
+    gpu::cp_async_wait::<0>();
+    gpu::sync_threads();
+
+    let (j, r) = (lane / 8, lane % 8);
+    // A: matrix j = rows 8·(j % 2).., columns 8·(j / 2)..
+    let a_frag = gpu::ldmatrix::<4, false>(sa + ((r + 8 * (j % 2)) * 16 + 8 * (j / 2)) * 2);
+    // Bᵀ rows are B's columns: matrix j = Bᵀ[0..8][8j..8j+8].
+    let bt_frag = gpu::ldmatrix::<2, false>(sbt + (r * 16 + 8 * (j % 2)) * 2);
+    // B row-major, transposed on load: matrix j = B[8j..8j+8][0..8].
+    let b_frag = gpu::ldmatrix::<2, true>(sb + ((8 * (j % 2) + r) * 8) * 2);
+
+    let (g, t) = (lane / 4, lane % 4);
+    let c_at = |row: u32, col: u32| f32::ld_global_nc(c.add((row * 8 + col) as usize));
+    let c_frag = [
+        c_at(g, 2 * t),
+        c_at(g, 2 * t + 1),
+        c_at(g + 8, 2 * t),
+        c_at(g + 8, 2 * t + 1),
+    ];
+    let d1 = gpu::mma_m16n8k16(kind, a_frag, [bt_frag[0], bt_frag[1]], c_frag);
+    let d2 = gpu::mma_m16n8k16(kind, a_frag, [b_frag[0], b_frag[1]], c_frag);
+    for (half, dd) in [(0u32, d1), (128, d2)] {
+        let at = |row: u32, col: u32| d.add((half + row * 8 + col) as usize);
+        f32::st_global(at(g, 2 * t), dd[0]);
+        f32::st_global(at(g, 2 * t + 1), dd[1]);
+        f32::st_global(at(g + 8, 2 * t), dd[2]);
+        f32::st_global(at(g + 8, 2 * t + 1), dd[3]);
+    }
+}
+
+macro_rules! selftest_entries {
+    ($($sym:ident => $kind:ident),+) => {
+        $(
+            /// Entry point of [`tensor_core_selftest`] for one element type.
+            ///
+            /// # Safety
+            /// One block of `THREADS` threads with `SHARED_BYTES` of shared memory; buffers as
+            /// documented on the body.
+            #[cfg(target_arch = "nvptx64")]
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $sym(a: *const u16, bt: *const u16, b: *const u16, c: *const f32, d: *mut f32) {
+                tensor_core_selftest(MmaKind::$kind, a, bt, b, c, d)
+            }
+        )+
+        /// `(symbol, element type, simulator entry)` of every self-test kernel.
+        pub const SELFTESTS: &[(&str, MmaKind, SimFn)] = &[$((stringify!($sym), MmaKind::$kind, {
+            unsafe fn sim(args: &[u64]) {
+                use crate::registry::KernelArg;
+                tensor_core_selftest(
+                    MmaKind::$kind,
+                    KernelArg::from_arg(args[0]),
+                    KernelArg::from_arg(args[1]),
+                    KernelArg::from_arg(args[2]),
+                    KernelArg::from_arg(args[3]),
+                    KernelArg::from_arg(args[4]),
+                )
+            }
+            sim
+        })),+];
+    };
+}
+
+selftest_entries!(selftest_tc_f16 => F16, selftest_tc_bf16 => Bf16);
