@@ -23,11 +23,11 @@ use rustile::{DType, Family, Gpu, Problem, KERNELS};
 
 fn families() -> Vec<Family> {
     match std::env::var("RUSTILE_BENCH_FAMILY") {
-        Ok(name) => Family::ALL
+        Ok(name) => Family::MEMORY
             .into_iter()
             .filter(|f| f.name() == name)
             .collect(),
-        Err(_) => Family::ALL.to_vec(),
+        Err(_) => Family::MEMORY.to_vec(),
     }
 }
 

@@ -68,6 +68,7 @@ impl Sweep {
             Family::Copy => parse_sizes(family, "16777216,67108864,268435456,268435459").ok(),
             Family::Strided => parse_sizes(family, "33554432").ok(),
             Family::Transpose => parse_sizes(family, "4096x4096,8192x8192,8191x8193").ok(),
+            Family::Gemm => None,
         };
         Sweep {
             family,
@@ -83,9 +84,15 @@ impl Sweep {
 pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
     let bad = |s: &str| Error::Usage(format!("bad size `{s}` for {}", family.name()));
     let num = |s: &str| s.trim().parse::<usize>().map_err(|_| bad(s));
+    if family == Family::Gemm {
+        return Err(Error::Usage(
+            "gemm sizes are parsed by rustile::gemm_bench".into(),
+        ));
+    }
     let mut out = Vec::new();
     for item in text.split(',').filter(|s| !s.trim().is_empty()) {
         match family {
+            Family::Gemm => unreachable!("handled above"),
             Family::Copy => out.push(Problem::Copy(CopyProblem { n: num(item)? })),
             Family::Strided => {
                 let n = num(item)?;
@@ -116,6 +123,7 @@ pub fn parse_shape(family: Family, text: &str) -> Result<Problem> {
     let bad = || Error::Usage(format!("bad shape `{text}` for {}", family.name()));
     let num = |s: &str| s.trim().parse::<usize>().map_err(|_| bad());
     Ok(match family {
+        Family::Gemm => return Err(bad()),
         Family::Copy => Problem::Copy(CopyProblem { n: num(text)? }),
         Family::Strided => {
             let (n, s) = text.split_once(':').unwrap_or((text, "1"));

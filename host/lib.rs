@@ -18,6 +18,7 @@ pub mod check;
 pub mod copy;
 pub mod elem;
 pub mod error;
+pub mod gemm;
 pub mod gpu;
 pub mod harness;
 

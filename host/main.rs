@@ -214,6 +214,7 @@ fn analyze(args: &[String]) -> Result<()> {
         ))
     })?;
     let mut shape = match family {
+        Family::Gemm => "128x128x64".to_string(),
         Family::Copy => "4096".to_string(),
         Family::Strided => "4096:4".to_string(),
         Family::Transpose => "256x256".to_string(),
@@ -233,14 +234,19 @@ fn analyze(args: &[String]) -> Result<()> {
             other => return Err(Error::Usage(format!("unknown option `{other}`\n{USAGE}"))),
         }
     }
-    let problem = bench::parse_shape(family, &shape)?;
-    let analysis = suite::analyze(kernel, dtype, &problem, seed())?;
+    let (analysis, shape_text) = if family == Family::Gemm {
+        let p = rustile::gemm::parse_shape(&shape)?;
+        (rustile::gemm::analyze(kernel, &p, seed())?, p.shape())
+    } else {
+        let problem = bench::parse_shape(family, &shape)?;
+        (suite::analyze(kernel, dtype, &problem, seed())?, problem.shape())
+    };
     println!(
         "{}/{} {} {} in the simulator (validated against the CPU reference):\n",
         family.name(),
         kernel.name,
         dtype.name(),
-        problem.shape()
+        shape_text
     );
     println!("{}", analysis.markdown());
     println!(

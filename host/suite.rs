@@ -27,6 +27,8 @@ pub enum Scale {
 /// multiples, and (at [`Scale::Device`]) large enough to span many waves.
 pub fn validation_problems(family: Family, scale: Scale) -> Vec<Problem> {
     let all: Vec<Problem> = match family {
+        // SGEMM has three operands and a tolerance: `crate::gemm::validation_problems`.
+        Family::Gemm => vec![],
         Family::Copy => [
             1,
             3,
@@ -134,9 +136,16 @@ pub fn cases(scale: Scale) -> Vec<(&'static KernelInfo, DType, Problem)> {
         .collect()
 }
 
+/// How many cases [`validate_all`] runs at `scale`: the memory families' [`cases`] plus every
+/// SGEMM variant at every [`crate::gemm::validation_problems`] shape.
+pub fn case_count(scale: Scale) -> usize {
+    cases(scale).len() + crate::gemm::variants().count() * crate::gemm::validation_problems().len()
+}
+
 /// Validates every variant of every family, for every dtype it is instantiated for, at every
-/// shape of [`validation_problems`] (at the scale that suits the back end). `progress` is told
-/// each case before it runs.
+/// shape of [`validation_problems`] (at the scale that suits the back end), then every SGEMM
+/// variant at every [`crate::gemm::validation_problems`] shape. `progress` is told each case
+/// before it runs.
 pub fn validate_all(
     backend: &Backend,
     seed: u64,
@@ -148,8 +157,9 @@ pub fn validate_all(
         Backend::Simulator(_) => Scale::Simulator,
     };
     let cases = cases(scale);
-    let total = cases.len();
-    cases
+    let total = case_count(scale);
+    let memory = cases.len();
+    let mut out: Vec<CaseOutcome> = cases
         .into_iter()
         .enumerate()
         .map(|(i, (kernel, dtype, problem))| {
@@ -170,7 +180,34 @@ pub fn validate_all(
                 error: result.err().map(|e| e.to_string()),
             }
         })
-        .collect()
+        .collect();
+    let gemm_cases = crate::gemm::variants().flat_map(|k| {
+        crate::gemm::validation_problems()
+            .into_iter()
+            .map(move |p| (k, p))
+    });
+    for (j, (kernel, problem)) in gemm_cases.enumerate() {
+        let name = check::kernel_name(kernel);
+        progress(
+            memory + j,
+            total,
+            &format!("{name} f32 {}", problem.shape()),
+        );
+        // The 16-byte-load variants get the same shape with lda, ldb padded to multiples of 4.
+        let problem = if crate::gemm::GemmProblem::vectorized(kernel) {
+            problem.aligned()
+        } else {
+            problem
+        };
+        let result = crate::gemm::validate(backend, kernel, &problem, seed ^ ((j as u64) << 32));
+        out.push(CaseOutcome {
+            kernel: name,
+            dtype: "f32",
+            shape: problem.shape(),
+            error: result.err().map(|e| e.to_string()),
+        });
+    }
+    out
 }
 
 /// Runs `kernel` on `problem` once in the simulator (validated against the reference) and
@@ -210,7 +247,7 @@ pub struct CpuCheck {
 pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut out = Vec::new();
-    for family in Family::ALL {
+    for family in Family::MEMORY {
         for problem in validation_problems(family, Scale::Device) {
             let (src_len, _) = problem.lens();
             let src: Vec<f32> = random_vec(src_len, &mut rng);

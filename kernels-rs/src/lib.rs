@@ -18,6 +18,7 @@
 )]
 
 pub mod copy;
+pub mod gemm;
 pub mod gpu;
 pub mod registry;
 pub mod selftest;

@@ -45,11 +45,20 @@ pub enum Family {
     Strided,
     /// Matrix transpose.
     Transpose,
+    /// f32 matrix product `C = α·A·B + β·C`.
+    Gemm,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 3] = [Family::Copy, Family::Strided, Family::Transpose];
+    pub const ALL: [Family; 4] = [
+        Family::Copy,
+        Family::Strided,
+        Family::Transpose,
+        Family::Gemm,
+    ];
+    /// The memory-movement families (one source, one destination; `Problem` in the host).
+    pub const MEMORY: [Family; 3] = [Family::Copy, Family::Strided, Family::Transpose];
 
     /// Lower-case name (`copy`, `strided`, `transpose`).
     pub const fn name(self) -> &'static str {
@@ -57,6 +66,7 @@ impl Family {
             Family::Copy => "copy",
             Family::Strided => "strided",
             Family::Transpose => "transpose",
+            Family::Gemm => "gemm",
         }
     }
 }
@@ -132,6 +142,11 @@ impl KernelArg for u64 {
         v
     }
 }
+impl KernelArg for f32 {
+    fn from_arg(v: u64) -> Self {
+        f32::from_bits(v as u32)
+    }
+}
 
 /// One kernel variant: a file of a family folder, instantiated for one or more dtypes.
 #[derive(Debug)]
@@ -191,6 +206,15 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::transpose::v03_smem_padded::INFO,
     &crate::transpose::v04_smem_swizzled::INFO,
     &crate::transpose::v05_sector_aligned::INFO,
+    &crate::gemm::v01_naive::INFO,
+    &crate::gemm::v02_coalesced::INFO,
+    &crate::gemm::v03_smem::INFO,
+    &crate::gemm::v04_blocktile_1d::INFO,
+    &crate::gemm::v05_blocktile_2d::INFO,
+    &crate::gemm::v06_vectorized::INFO,
+    &crate::gemm::v07_conflict_free::INFO,
+    &crate::gemm::v08_warptile::INFO,
+    &crate::gemm::v09_double_buffer::INFO,
 ];
 
 /// Looks a variant up by family and name.
@@ -219,9 +243,18 @@ macro_rules! ptx_kernels {
             symbol: stringify!($sym),
             sim: $sym::sim_entry,
         }),+];
-        $( $crate::ptx_kernels!(@entry $body $params $dt $sym); )+
+        $( $crate::ptx_kernels!(@entry $body [::<T>] $params $dt $sym); )+
     };
-    (@entry $body:ident ($($arg:ident: $ty:ty),* $(,)?) $dt:ident $sym:ident) => {
+    (f32 fn $body:ident $params:tt => $sym:ident) => {
+        /// Entry point.
+        pub const SYMBOLS: &[$crate::registry::Entry] = &[$crate::registry::Entry {
+            dtype: $crate::registry::DType::F32,
+            symbol: stringify!($sym),
+            sim: $sym::sim_entry,
+        }];
+        $crate::ptx_kernels!(@entry $body [] $params F32 $sym);
+    };
+    (@entry $body:ident [$($generics:tt)*] ($($arg:ident: $ty:ty),* $(,)?) $dt:ident $sym:ident) => {
         #[allow(non_snake_case)]
         mod $sym {
             #[allow(unused_imports)]
@@ -235,7 +268,7 @@ macro_rules! ptx_kernels {
             #[cfg(target_arch = "nvptx64")]
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $sym($($arg: $ty),*) {
-                super::$body::<T>($($arg),*)
+                super::$body$($generics)*($($arg),*)
             }
             /// The same entry for the simulator: arguments widened to u64, in order.
             ///
@@ -248,7 +281,7 @@ macro_rules! ptx_kernels {
                     let $arg = <$ty as $crate::registry::KernelArg>::from_arg(args[i]);
                     i += 1;
                 )*
-                super::$body::<T>($($arg),*)
+                super::$body$($generics)*($($arg),*)
             }
         }
     };

@@ -680,3 +680,76 @@ pub fn cp_async_wait<const N: u32>() {
     #[cfg(not(target_arch = "nvptx64"))]
     host::current().cp_async_wait(N, core::panic::Location::caller());
 }
+
+// --- Four-float vectors (SGEMM). ---
+
+/// Loads four f32 from 16-byte-aligned global memory through the read-only path.
+///
+/// # Safety
+/// As for [`ld_global_nc_v16`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ld_global_nc_f32x4(p: *const f32) -> [f32; 4] {
+    ld_global_nc_v16(p as *const Vec16).0.map(f32::from_bits)
+}
+
+/// Loads four f32 from shared memory (`ld.shared.v4.f32`), 16-byte aligned.
+///
+/// # Safety
+/// `addr .. addr + 16` inside the launch's shared memory, 16-byte aligned.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ld_shared_f32x4(addr: u32) -> [f32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        core::arch::asm!(
+            "ld.shared.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg32) addr,
+            options(readonly, nostack, preserves_flags)
+        );
+        [a, b, c, d]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let b = host::current().load(
+            host::Space::Shared,
+            addr as u64,
+            16,
+            core::panic::Location::caller(),
+        );
+        core::array::from_fn(|i| {
+            f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+        })
+    }
+}
+
+/// Stores four f32 to shared memory (`st.shared.v4.f32`), 16-byte aligned.
+///
+/// # Safety
+/// As for [`ld_shared_f32x4`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn st_shared_f32x4(addr: u32, v: [f32; 4]) {
+    #[cfg(target_arch = "nvptx64")]
+    core::arch::asm!(
+        "st.shared.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};",
+        p = in(reg32) addr,
+        a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+        options(nostack, preserves_flags)
+    );
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let mut b = [0u8; 16];
+        for (i, x) in v.iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&x.to_le_bytes());
+        }
+        host::current().store(
+            host::Space::Shared,
+            addr as u64,
+            &b,
+            core::panic::Location::caller(),
+        );
+    }
+}

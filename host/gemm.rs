@@ -1,0 +1,480 @@
+//! SGEMM family: `C = α·A·B + β·C`, f32, row-major with leading dimensions.
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rustile_kernels::gemm::{v05_blocktile_2d, v09_double_buffer};
+use rustile_kernels::registry::{DType, Family, KernelInfo};
+
+use crate::backend::{Backend, Buf};
+use crate::check::{self, BufArg};
+use crate::elem::random_vec;
+use crate::error::{DriverContext, Error, Result};
+use crate::gpu::Gpu;
+use crate::sim::SimLaunch;
+
+/// One SGEMM problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmProblem {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Row pitch of A (≥ k).
+    pub lda: usize,
+    /// Row pitch of B (≥ n).
+    pub ldb: usize,
+    /// Row pitch of C (≥ n).
+    pub ldc: usize,
+    /// α.
+    pub alpha: f32,
+    /// β (0: C is not read).
+    pub beta: f32,
+}
+
+impl GemmProblem {
+    /// `C = A·B`, tight leading dimensions.
+    pub fn new(m: usize, n: usize, k: usize) -> Self {
+        Self {
+            m,
+            n,
+            k,
+            lda: k,
+            ldb: n,
+            ldc: n,
+            alpha: 1.0,
+            beta: 0.0,
+        }
+    }
+
+    /// Shape, as text.
+    pub fn shape(&self) -> String {
+        let mut s = format!("{}x{}x{}", self.m, self.n, self.k);
+        if (self.lda, self.ldb, self.ldc) != (self.k, self.n, self.n) {
+            s += &format!(" ld {}/{}/{}", self.lda, self.ldb, self.ldc);
+        }
+        s
+    }
+
+    /// `2·M·N·K`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// Elements A, B, C must hold: `(rows − 1)·ld + cols`.
+    pub fn lens(&self) -> (usize, usize, usize) {
+        let span = |rows: usize, ld: usize, cols: usize| {
+            rows.saturating_sub(1)
+                .saturating_mul(ld)
+                .saturating_add(cols)
+        };
+        (
+            span(self.m, self.lda, self.k),
+            span(self.k, self.ldb, self.n),
+            span(self.m, self.ldc, self.n),
+        )
+    }
+
+    /// The same problem with `lda`, `ldb` rounded up to multiples of 4 (what the 16-byte-load
+    /// variants need; the extra columns are padding).
+    pub fn aligned(&self) -> Self {
+        let up = |v: usize| v.div_ceil(4) * 4;
+        Self { lda: up(self.lda), ldb: up(self.ldb), ..*self }
+    }
+
+    /// Whether `kernel` loads A and B in 16-byte vectors (needs aligned rows).
+    pub fn vectorized(kernel: &KernelInfo) -> bool {
+        kernel.shared_bytes_f32 > 0
+            && !matches!(kernel.name, "smem" | "blocktile_1d" | "blocktile_2d")
+    }
+
+    /// Checks the arguments of `kernel`.
+    pub fn check(&self, kernel: &KernelInfo, a: BufArg, b: BufArg, c: BufArg) -> Result<()> {
+        let name = check::kernel_name(kernel);
+        check::nonzero(kernel, self.m, "m")?;
+        check::nonzero(kernel, self.n, "n")?;
+        let bad_ld = |what: &str, ld: usize, min: usize| {
+            Error::Usage(format!(
+                "{name} {}: {what} = {ld} is less than the row length {min}",
+                self.shape()
+            ))
+        };
+        if self.lda < self.k {
+            return Err(bad_ld("lda", self.lda, self.k));
+        }
+        if self.ldb < self.n {
+            return Err(bad_ld("ldb", self.ldb, self.n));
+        }
+        if self.ldc < self.n {
+            return Err(bad_ld("ldc", self.ldc, self.n));
+        }
+        let limit = u32::MAX as usize - 256;
+        for (what, v) in [
+            ("m", self.m),
+            ("n", self.n),
+            ("k", self.k),
+            ("lda", self.lda),
+            ("ldb", self.ldb),
+            ("ldc", self.ldc),
+        ] {
+            if v > limit {
+                return Err(Error::TooLarge {
+                    kernel: name.clone(),
+                    what: format!("{what} = {v} exceeds the kernels' 32-bit indices"),
+                });
+            }
+        }
+        check::mul(kernel, self.m, self.lda, "A elements")?;
+        check::mul(kernel, self.k, self.ldb, "B elements")?;
+        check::mul(kernel, self.m, self.ldc, "C elements")?;
+        let (la, lb, lc) = self.lens();
+        let shape = self.shape();
+        if self.k > 0 {
+            check::at_least(kernel, a, la, &shape)?;
+            check::at_least(kernel, b, lb, &shape)?;
+        }
+        check::at_least(kernel, c, lc, &shape)?;
+        check::naturally_aligned::<f32>(kernel, &[a, b, c])?;
+        if Self::vectorized(kernel) {
+            if self.lda % 4 != 0 || self.ldb % 4 != 0 {
+                return Err(Error::Usage(format!(
+                    "{name} {shape}: 16-byte loads need lda and ldb multiples of 4 (got {} and {}); \
+                     use gemm::dispatch, which pads",
+                    self.lda, self.ldb
+                )));
+            }
+            check::aligned(kernel, a, 16)?;
+            check::aligned(kernel, b, 16)?;
+        }
+        Ok(())
+    }
+
+    /// Grid of `kernel`.
+    pub fn grid(&self, kernel: &KernelInfo) -> (u64, u64, u64) {
+        kernel
+            .launch
+            .tile_grid(self.m as u64, self.n as u64)
+            .unwrap_or((0, 0, 0))
+    }
+
+    /// float64 reference of `α·A·B + β·C`.
+    pub fn reference(&self, a: &[f32], b: &[f32], c: &[f32]) -> Vec<f64> {
+        let mut out = vec![0.0f64; self.m * self.n];
+        for i in 0..self.m {
+            for kk in 0..self.k {
+                let av = a[i * self.lda + kk] as f64;
+                let brow = &b[kk * self.ldb..kk * self.ldb + self.n];
+                for (o, &bv) in out[i * self.n..(i + 1) * self.n].iter_mut().zip(brow) {
+                    *o += av * bv as f64;
+                }
+            }
+            for j in 0..self.n {
+                let o = &mut out[i * self.n + j];
+                *o *= self.alpha as f64;
+                if self.beta != 0.0 {
+                    *o += self.beta as f64 * c[i * self.ldc + j] as f64;
+                }
+            }
+        }
+        out
+    }
+
+    /// Relative error tolerance for f32 accumulation over `k` terms.
+    pub fn tolerance(&self) -> f64 {
+        1e-6 * (self.k.max(1) as f64).sqrt()
+    }
+
+    fn scalars(&self) -> (u32, u32, u32, u32, u32, u32, f32, f32) {
+        (
+            self.m as u32,
+            self.n as u32,
+            self.k as u32,
+            self.lda as u32,
+            self.ldb as u32,
+            self.ldc as u32,
+            self.alpha,
+            self.beta,
+        )
+    }
+}
+
+/// The variants of this family.
+pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
+    rustile_kernels::KERNELS
+        .iter()
+        .copied()
+        .filter(|k| k.family == Family::Gemm)
+}
+
+/// The variant the dispatcher runs for `problem` (see `bench-results/` for the measurements):
+/// the double-buffered warp tile when A and B rows are 16-byte multiples, else the scalar-load
+/// 2-D block tile.
+pub fn dispatch(problem: &GemmProblem) -> &'static KernelInfo {
+    if problem.lda % 4 == 0 && problem.ldb % 4 == 0 {
+        &v09_double_buffer::INFO
+    } else {
+        &v05_blocktile_2d::INFO
+    }
+}
+
+/// Launches `kernel` on the GPU. Asynchronous.
+pub fn launch(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    p: &GemmProblem,
+    a: &impl DevicePtr<f32>,
+    b: &impl DevicePtr<f32>,
+    c: &mut impl DevicePtrMut<f32>,
+) -> Result<()> {
+    let stream = gpu.stream();
+    let (la, lb, lc) = (a.len(), b.len(), c.len());
+    let (pa, _ga) = a.device_ptr(stream);
+    let (pb, _gb) = b.device_ptr(stream);
+    let (pc, _gc) = c.device_ptr_mut(stream);
+    p.check(
+        kernel,
+        BufArg {
+            name: "a",
+            len: la,
+            addr: pa,
+        },
+        BufArg {
+            name: "b",
+            len: lb,
+            addr: pb,
+        },
+        BufArg {
+            name: "c",
+            len: lc,
+            addr: pc,
+        },
+    )?;
+    let (f, cfg) = check::prepare(gpu, kernel, DType::F32, p.grid(kernel))?;
+    let (m, n, k, lda, ldb, ldc, alpha, beta) = p.scalars();
+    let mut args = stream.launch_builder(&f);
+    args.arg(&pa)
+        .arg(&pb)
+        .arg(&pc)
+        .arg(&m)
+        .arg(&n)
+        .arg(&k)
+        .arg(&lda)
+        .arg(&ldb)
+        .arg(&ldc)
+        .arg(&alpha)
+        .arg(&beta);
+    // SAFETY: every SGEMM kernel is `(a, b, c: pointers, m, n, k, lda, ldb, ldc: u32, alpha,
+    // beta: f32)`; `check` proved A, B, C hold (rows − 1)·ld + cols elements with the alignment
+    // the variant needs and that every dimension fits u32; the kernels mask rows, columns and k
+    // outside the shape; the grid covers C; C is a distinct &mut borrow.
+    unsafe { args.launch(cfg) }
+        .during(|| format!("launching gemm/{} {}", kernel.name, p.shape()))?;
+    Ok(())
+}
+
+/// Runs `kernel` on either back end.
+pub fn launch_on(
+    backend: &Backend,
+    kernel: &KernelInfo,
+    p: &GemmProblem,
+    a: &Buf<f32>,
+    b: &Buf<f32>,
+    c: &mut Buf<f32>,
+) -> Result<()> {
+    match (backend, a, b, c) {
+        (Backend::Gpu(gpu), Buf::Gpu(a), Buf::Gpu(b), Buf::Gpu(c)) => {
+            launch(gpu, kernel, p, a, b, c)
+        }
+        (Backend::Simulator(sim), Buf::Sim(a), Buf::Sim(b), Buf::Sim(c)) => {
+            p.check(
+                kernel,
+                BufArg {
+                    name: "a",
+                    len: a.len(),
+                    addr: a.addr(),
+                },
+                BufArg {
+                    name: "b",
+                    len: b.len(),
+                    addr: b.addr(),
+                },
+                BufArg {
+                    name: "c",
+                    len: c.len(),
+                    addr: c.addr(),
+                },
+            )?;
+            let entry = kernel
+                .entry(DType::F32)
+                .ok_or_else(|| Error::Usage(format!("gemm/{} has no f32 entry", kernel.name)))?;
+            let (gx, gy, gz) = p.grid(kernel);
+            let (m, n, k, lda, ldb, ldc, alpha, beta) = p.scalars();
+            let args = [
+                a.addr(),
+                b.addr(),
+                c.addr(),
+                m as u64,
+                n as u64,
+                k as u64,
+                lda as u64,
+                ldb as u64,
+                ldc as u64,
+                alpha.to_bits() as u64,
+                beta.to_bits() as u64,
+            ];
+            let launch = SimLaunch {
+                grid: (gx as u32, gy as u32, gz as u32),
+                block: kernel.block,
+                shared_bytes: kernel.shared_bytes_f32,
+            };
+            sim.launch(&check::kernel_name(kernel), entry.sim, &launch, &args)
+        }
+        _ => Err(Error::Usage("buffers of another back end".into())),
+    }
+}
+
+/// Relative Frobenius error `‖got − want‖ / ‖want‖` over C's `m × n` (NaN → infinite).
+pub fn relative_error(p: &GemmProblem, got: &[f32], want: &[f64]) -> f64 {
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for i in 0..p.m {
+        for j in 0..p.n {
+            let g = got[i * p.ldc + j] as f64;
+            let w = want[i * p.n + j];
+            num += (g - w) * (g - w);
+            den += w * w;
+        }
+    }
+    let e = num.sqrt() / den.sqrt().max(f64::MIN_POSITIVE);
+    if e.is_nan() {
+        f64::INFINITY
+    } else {
+        e
+    }
+}
+
+/// Runs `kernel` once on fresh random A, B, C (C poisoned with NaN where β = 0 and between rows
+/// where `ldc > n`) and checks it against the float64 reference. Returns the relative error.
+pub fn validate(backend: &Backend, kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<f64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (la, lb, lc) = p.lens();
+    let a: Vec<f32> = random_vec(la.max(1), &mut rng);
+    let b: Vec<f32> = random_vec(lb.max(1), &mut rng);
+    let c0: Vec<f32> = if p.beta == 0.0 {
+        vec![f32::NAN; lc]
+    } else {
+        random_vec(lc, &mut rng)
+    };
+    let da = backend.upload(&a, "A")?;
+    let db = backend.upload(&b, "B")?;
+    let mut dc = backend.upload(&c0, "C")?;
+    launch_on(backend, kernel, p, &da, &db, &mut dc)?;
+    backend.synchronize("gemm")?;
+    let got = backend.download(&dc, "C")?;
+    let want = p.reference(&a, &b, &c0);
+    let e = relative_error(p, &got, &want);
+    // Elements between rows (ldc > n) must be untouched.
+    for i in 0..p.m.saturating_sub(1) {
+        for j in p.n..p.ldc {
+            let idx = i * p.ldc + j;
+            if got[idx].to_bits() != c0[idx].to_bits() {
+                return Err(Error::Mismatch {
+                    kernel: check::kernel_name(kernel),
+                    shape: p.shape(),
+                    detail: format!("wrote C[{i}][{j}], outside the n = {} columns", p.n),
+                });
+            }
+        }
+    }
+    if e > p.tolerance() {
+        return Err(Error::Mismatch {
+            kernel: check::kernel_name(kernel),
+            shape: p.shape(),
+            detail: format!("relative error {e:.3e} > tolerance {:.3e}", p.tolerance()),
+        });
+    }
+    Ok(e)
+}
+
+/// Shapes every SGEMM variant is validated at: not multiples of any tile, K = 1 and K = 0,
+/// skinny, padded leading dimensions, β ≠ 0.
+pub fn validation_problems() -> Vec<GemmProblem> {
+    let mut v = vec![
+        GemmProblem::new(1, 1, 1),
+        GemmProblem::new(7, 5, 3),
+        GemmProblem::new(33, 65, 17),
+        GemmProblem::new(128, 128, 24),
+        GemmProblem::new(130, 67, 45),
+        GemmProblem::new(67, 260, 1),
+        GemmProblem::new(200, 8, 64),
+        GemmProblem::new(16, 16, 0),
+    ];
+    v.push(GemmProblem {
+        alpha: 0.5,
+        beta: -1.5,
+        ..GemmProblem::new(129, 131, 36)
+    });
+    v.push(GemmProblem {
+        lda: 52,
+        ldb: 76,
+        ldc: 75,
+        alpha: 2.0,
+        beta: 0.25,
+        ..GemmProblem::new(70, 71, 50)
+    });
+    v
+}
+
+/// cuBLAS SGEMM (TF32 off: cuBLAS's default math mode) on row-major data: computes
+/// `Cᵀ = Bᵀ·Aᵀ` in cuBLAS's column-major view.
+pub fn cublas_sgemm(
+    blas: &CudaBlas,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    c: &mut CudaSlice<f32>,
+) -> Result<()> {
+    use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+    let cfg = GemmConfig {
+        transa: CUBLAS_OP_N,
+        transb: CUBLAS_OP_N,
+        m: p.n as i32,
+        n: p.m as i32,
+        k: p.k as i32,
+        alpha: p.alpha,
+        lda: p.ldb as i32,
+        ldb: p.lda as i32,
+        beta: p.beta,
+        ldc: p.ldc as i32,
+    };
+    // SAFETY: the column-major view of row-major B (n × k, ld ldb), A (k × m, ld lda) and C
+    // (n × m, ld ldc); the buffers hold those spans (the caller allocated them from `lens`).
+    unsafe { blas.gemm(cfg, b, a, c) }
+        .map_err(|e| Error::Usage(format!("cuBLAS SGEMM {}: {e:?}", p.shape())))
+}
+
+/// Parses `MxNxK` (or `N` for a cube).
+pub fn parse_shape(text: &str) -> Result<GemmProblem> {
+    let bad = || Error::Usage(format!("bad gemm shape `{text}`: want MxNxK or N"));
+    let dims: Vec<usize> = text
+        .split(['x', 'X'])
+        .map(|s| s.trim().parse::<usize>().map_err(|_| bad()))
+        .collect::<Result<_>>()?;
+    match dims[..] {
+        [n] => Ok(GemmProblem::new(n, n, n)),
+        [m, n, k] => Ok(GemmProblem::new(m, n, k)),
+        _ => Err(bad()),
+    }
+}
+
+/// Runs `kernel` once in the simulator (validated) and returns its memory-access analysis.
+pub fn analyze(kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<crate::sim::Analysis> {
+    let sim = crate::sim::Simulator::default();
+    sim.start_analysis();
+    let backend = Backend::Simulator(sim);
+    validate(&backend, kernel, p, seed)?;
+    let Backend::Simulator(sim) = backend else { unreachable!() };
+    Ok(sim.take_analysis().unwrap_or_default())
+}

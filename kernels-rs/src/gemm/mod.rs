@@ -1,0 +1,106 @@
+//! f32 matrix product `C = α·A·B + β·C`, row-major, any `M, N, K` and leading dimensions: the
+//! SGEMM ladder, one idea per file.
+//!
+//! Floors on an H200: `2·M·N·K` flops at ~67 TFLOP/s (datasheet FP32; cuBLAS reaches 51 with
+//! TF32 off), and `4·(M·K + K·N + 2·M·N)` bytes at ~4.2 TB/s. At 4096³ that is 2.0 ms of
+//! arithmetic against 0.06 ms of traffic: compute-bound by 30×, so the ladder is about feeding
+//! the FMA units — coalescing, reuse through shared memory and registers, wide loads, no bank
+//! conflicts, then latency hiding.
+//!
+//! Every kernel has the signature `(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)` and a grid of
+//! `⌈N/BN⌉ × ⌈M/BM⌉` blocks, one `BM × BN` tile of C each. Out-of-range rows, columns and `k` are
+//! masked (loads read 0). With `β = 0`, C is not read (BLAS semantics: NaN in C does not leak).
+//! Variants from `v06` on load A and B in 16-byte vectors and need `lda`, `ldb` multiples of 4
+//! and 16-byte-aligned A and B (the launcher checks; the dispatcher pads otherwise).
+
+pub mod v01_naive;
+pub mod v02_coalesced;
+pub mod v03_smem;
+pub mod v04_blocktile_1d;
+pub mod v05_blocktile_2d;
+pub mod v06_vectorized;
+pub mod v07_conflict_free;
+pub mod v08_warptile;
+pub mod v09_double_buffer;
+
+use crate::gpu::{self, Elem};
+
+/// `p[r][c]` with row pitch `ld`.
+#[inline(always)]
+pub(crate) unsafe fn at(p: *const f32, ld: u32, r: u32, c: u32) -> *const f32 {
+    p.add(r as usize * ld as usize + c as usize)
+}
+
+/// `p[r][c]`, or 0 outside `rows × cols`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) unsafe fn ld_or_zero(
+    p: *const f32,
+    ld: u32,
+    rows: u32,
+    cols: u32,
+    r: u32,
+    c: u32,
+) -> f32 {
+    if r < rows && c < cols {
+        f32::ld_global_nc(at(p, ld, r, c))
+    } else {
+        0.0
+    }
+}
+
+/// `p[r][c..c + 4]` (`c` a multiple of 4), 0 outside `rows × cols`: one 16-byte load when all
+/// four are in range (needs `ld % 4 == 0` and a 16-byte-aligned `p`), else element by element.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) unsafe fn ld4_or_zero(
+    p: *const f32,
+    ld: u32,
+    rows: u32,
+    cols: u32,
+    r: u32,
+    c: u32,
+) -> [f32; 4] {
+    if r < rows && c + 3 < cols {
+        gpu::ld_global_nc_f32x4(at(p, ld, r, c))
+    } else {
+        [
+            ld_or_zero(p, ld, rows, cols, r, c),
+            ld_or_zero(p, ld, rows, cols, r, c + 1),
+            ld_or_zero(p, ld, rows, cols, r, c + 2),
+            ld_or_zero(p, ld, rows, cols, r, c + 3),
+        ]
+    }
+}
+
+/// `C[r][col] = α·acc + β·C[r][col]` inside `m × n`; C is not read when `β = 0`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) unsafe fn epilogue(
+    c: *mut f32,
+    ldc: u32,
+    m: u32,
+    n: u32,
+    r: u32,
+    col: u32,
+    acc: f32,
+    alpha: f32,
+    beta: f32,
+) {
+    if r < m && col < n {
+        let p = c.add(r as usize * ldc as usize + col as usize);
+        let v = if beta == 0.0 {
+            alpha * acc
+        } else {
+            gpu::fma(beta, f32::ld_global_nc(p), alpha * acc)
+        };
+        f32::st_global(p, v);
+    }
+}
+
+/// Shared-window address of element `i` of an f32 array starting at `base`.
+#[inline(always)]
+pub(crate) fn f32_addr(base: u32, i: u32) -> u32 {
+    base + 4 * i
+}
