@@ -82,7 +82,11 @@ impl GemmProblem {
     /// variants need; the extra columns are padding).
     pub fn aligned(&self) -> Self {
         let up = |v: usize| v.div_ceil(4) * 4;
-        Self { lda: up(self.lda), ldb: up(self.ldb), ..*self }
+        Self {
+            lda: up(self.lda),
+            ldb: up(self.ldb),
+            ..*self
+        }
     }
 
     /// Whether `kernel` loads A and B in 16-byte vectors (needs aligned rows).
@@ -139,7 +143,7 @@ impl GemmProblem {
         check::at_least(kernel, c, lc, &shape)?;
         check::naturally_aligned::<f32>(kernel, &[a, b, c])?;
         if Self::vectorized(kernel) {
-            if self.lda % 4 != 0 || self.ldb % 4 != 0 {
+            if !self.lda.is_multiple_of(4) || !self.ldb.is_multiple_of(4) {
                 return Err(Error::Usage(format!(
                     "{name} {shape}: 16-byte loads need lda and ldb multiples of 4 (got {} and {}); \
                      use gemm::dispatch, which pads",
@@ -213,7 +217,7 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 /// the double-buffered warp tile when A and B rows are 16-byte multiples, else the scalar-load
 /// 2-D block tile.
 pub fn dispatch(problem: &GemmProblem) -> &'static KernelInfo {
-    if problem.lda % 4 == 0 && problem.ldb % 4 == 0 {
+    if problem.lda.is_multiple_of(4) && problem.ldb.is_multiple_of(4) {
         &v09_double_buffer::INFO
     } else {
         &v05_blocktile_2d::INFO
@@ -475,6 +479,320 @@ pub fn analyze(kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<crate:
     sim.start_analysis();
     let backend = Backend::Simulator(sim);
     validate(&backend, kernel, p, seed)?;
-    let Backend::Simulator(sim) = backend else { unreachable!() };
+    let Backend::Simulator(sim) = backend else {
+        unreachable!()
+    };
     Ok(sim.take_analysis().unwrap_or_default())
+}
+
+/// Padded copies of A and B the dispatcher reuses across calls.
+#[derive(Default)]
+pub struct Scratch {
+    a: Option<CudaSlice<f32>>,
+    b: Option<CudaSlice<f32>>,
+}
+
+fn pad_into(
+    gpu: &Gpu,
+    src: &CudaSlice<f32>,
+    rows: usize,
+    cols: usize,
+    ld_src: usize,
+    ld_dst: usize,
+    slot: &mut Option<CudaSlice<f32>>,
+) -> Result<()> {
+    use rustile_kernels::gemm::pad;
+    let need = rows * ld_dst;
+    if slot.as_ref().is_none_or(|s| s.len() < need) {
+        *slot = Some(gpu.alloc::<f32>(need.max(1), "padded SGEMM operand")?);
+    }
+    let dst = slot.as_mut().expect("allocated above");
+    let f = gpu.function(pad::SYMBOLS[0].symbol)?;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (
+            (ld_dst as u32).div_ceil(pad::BLOCK_X),
+            (rows as u32).clamp(1, pad::MAX_GRID_Y),
+            1,
+        ),
+        block_dim: (pad::BLOCK_X, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (rows32, cols32, lds, ldd) = (rows as u32, cols as u32, ld_src as u32, ld_dst as u32);
+    let mut args = gpu.stream().launch_builder(&f);
+    args.arg(src)
+        .arg(dst)
+        .arg(&rows32)
+        .arg(&cols32)
+        .arg(&lds)
+        .arg(&ldd);
+    // SAFETY: `gemm_pad_f32(src, dst, rows, cols, ld_src, ld_dst)`; src holds (rows−1)·ld_src +
+    // cols elements (checked by the caller's problem check), dst rows·ld_dst (allocated above);
+    // the kernel masks c ≥ ld_dst and walks rows with a stride.
+    unsafe { args.launch(cfg) }.during(|| "launching gemm_pad_f32".into())?;
+    Ok(())
+}
+
+/// The dispatcher: runs [`dispatch`]'s choice for `p`, first copying A and/or B into padded
+/// scratch buffers when their rows are not 16-byte multiples (two memory-bound passes, a few
+/// percent of a large product), so the double-buffered warp tile runs on any shape. Returns
+/// the variant that ran. Asynchronous.
+pub fn run(
+    gpu: &Gpu,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    c: &mut CudaSlice<f32>,
+    scratch: &mut Scratch,
+) -> Result<&'static KernelInfo> {
+    let best = &v09_double_buffer::INFO;
+    if p.lda.is_multiple_of(4) && p.ldb.is_multiple_of(4) || p.k == 0 {
+        let kernel = dispatch(p);
+        launch(gpu, kernel, p, a, b, c)?;
+        return Ok(kernel);
+    }
+    // Check the caller's buffers against the caller's problem before reading them.
+    let (la, lb, lc) = p.lens();
+    let shape = p.shape();
+    check::at_least(
+        best,
+        BufArg {
+            name: "a",
+            len: a.len(),
+            addr: 0,
+        },
+        la,
+        &shape,
+    )?;
+    check::at_least(
+        best,
+        BufArg {
+            name: "b",
+            len: b.len(),
+            addr: 0,
+        },
+        lb,
+        &shape,
+    )?;
+    check::at_least(
+        best,
+        BufArg {
+            name: "c",
+            len: c.len(),
+            addr: 0,
+        },
+        lc,
+        &shape,
+    )?;
+    let q = p.aligned();
+    let a_src: &CudaSlice<f32> = if q.lda != p.lda {
+        pad_into(gpu, a, p.m, p.k, p.lda, q.lda, &mut scratch.a)?;
+        scratch.a.as_ref().expect("padded")
+    } else {
+        a
+    };
+    let b_src: &CudaSlice<f32> = if q.ldb != p.ldb {
+        pad_into(gpu, b, p.k, p.n, p.ldb, q.ldb, &mut scratch.b)?;
+        scratch.b.as_ref().expect("padded")
+    } else {
+        b
+    };
+    launch(gpu, best, &q, a_src, b_src, c)?;
+    Ok(best)
+}
+
+/// FP32 lanes per SM by compute capability (A100's sm_80 has 64; sm_86 and later 128).
+pub fn fp32_lanes_per_sm(cc: (i32, i32)) -> u32 {
+    if cc == (8, 0) {
+        64
+    } else {
+        128
+    }
+}
+
+/// One measured SGEMM case.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GemmRow {
+    /// Variant, `cuBLAS`, or `dispatch(variant)`.
+    pub variant: String,
+    /// Shape.
+    pub shape: String,
+    /// Event-time statistics (L2 flushed before every repetition).
+    pub stats: crate::harness::Stats,
+    /// TFLOP/s at the median.
+    pub tflops: f64,
+    /// Over cuBLAS's TFLOP/s at the same shape.
+    pub vs_cublas: f64,
+    /// Over the FP32 peak (SMs × lanes × 2 × clock).
+    pub vs_peak: f64,
+    /// Registers per thread (driver's report; 0 for cuBLAS).
+    pub registers: i32,
+    /// Theoretical occupancy: resident warps per SM / 64, from the occupancy API.
+    pub occupancy: f64,
+    /// Relative error against cuBLAS's result.
+    pub error_vs_cublas: f64,
+}
+
+/// Renders rows as a markdown table.
+pub fn markdown(rows: &[GemmRow]) -> String {
+    let mut s = String::from(
+        "| variant | shape | median ms | TFLOP/s | × cuBLAS | × FP32 peak | regs | occupancy | rel. err vs cuBLAS |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for r in rows {
+        s += &format!(
+            "| {} | {} | {:.3} | {:.2} | {:.3} | {:.3} | {} | {:.2} | {:.1e} |\n",
+            r.variant,
+            r.shape,
+            r.stats.median_ms,
+            r.tflops,
+            r.vs_cublas,
+            r.vs_peak,
+            r.registers,
+            r.occupancy,
+            r.error_vs_cublas
+        );
+    }
+    s
+}
+
+/// Times every variant in `variants` (each validated against cuBLAS's result first), cuBLAS,
+/// and the dispatcher, on every problem. Repetitions adapt to about `budget_s` per case (3 to
+/// 20); the L2 is flushed before each.
+pub fn bench(
+    gpu: &Gpu,
+    problems: &[GemmProblem],
+    variants: &[&'static KernelInfo],
+    budget_s: f64,
+    seed: u64,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<GemmRow>> {
+    use crate::harness::{self, L2Mode, TimingConfig};
+    let info = gpu.info();
+    let peak = info.sm_count as f64
+        * fp32_lanes_per_sm(info.compute_capability) as f64
+        * 2.0
+        * info.sm_clock_khz as f64
+        * 1e3;
+    let blas =
+        CudaBlas::new(gpu.stream().clone()).map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut rows = Vec::new();
+    for p in problems {
+        let (la, lb, lc) = p.lens();
+        let a = gpu.upload(&random_vec::<f32>(la.max(1), &mut rng), "A")?;
+        let b = gpu.upload(&random_vec::<f32>(lb.max(1), &mut rng), "B")?;
+        let mut c = gpu.alloc::<f32>(lc, "C")?;
+        gpu.fill(&mut c, 0.0, "C")?;
+        let mut c_ref = gpu.alloc::<f32>(lc, "C reference")?;
+        gpu.fill(&mut c_ref, 0.0, "C reference")?;
+        cublas_sgemm(&blas, p, &a, &b, &mut c_ref)?;
+        let want: Vec<f64> = gpu
+            .download(&c_ref, "C reference")?
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        let want_mn: Vec<f64> = (0..p.m * p.n)
+            .map(|i| want[(i / p.n) * p.ldc + i % p.n])
+            .collect();
+        let reps_for = |one_ms: f64| ((budget_s * 1e3 / one_ms.max(1e-3)) as usize).clamp(3, 20);
+        let time = |launch: &mut dyn FnMut() -> Result<()>| -> Result<crate::harness::Stats> {
+            let probe = harness::time(
+                gpu,
+                &TimingConfig {
+                    warmup: 1,
+                    reps: 1,
+                    mode: L2Mode::Flush,
+                },
+                |_| launch(),
+            )?;
+            let cfg = TimingConfig {
+                warmup: 1,
+                reps: reps_for(probe.median_ms),
+                mode: L2Mode::Flush,
+            };
+            harness::time(gpu, &cfg, |_| launch())
+        };
+        let row = |variant: String,
+                   stats: crate::harness::Stats,
+                   registers: i32,
+                   occupancy: f64,
+                   err: f64| GemmRow {
+            variant,
+            shape: p.shape(),
+            tflops: p.flops() / (stats.median_ms * 1e-3) / 1e12,
+            vs_cublas: 0.0,
+            vs_peak: p.flops() / (stats.median_ms * 1e-3) / peak,
+            stats,
+            registers,
+            occupancy,
+            error_vs_cublas: err,
+        };
+        progress(&format!("gemm {} cuBLAS", p.shape()));
+        let cublas_stats = time(&mut || cublas_sgemm(&blas, p, &a, &b, &mut c_ref))?;
+        let first = rows.len();
+        rows.push(row("cuBLAS".into(), cublas_stats, 0, 0.0, 0.0));
+        for &kernel in variants {
+            let aligned_ok = !GemmProblem::vectorized(kernel)
+                || (p.lda.is_multiple_of(4) && p.ldb.is_multiple_of(4));
+            if !aligned_ok {
+                continue;
+            }
+            progress(&format!("gemm {} {}", p.shape(), kernel.name));
+            gpu.fill(&mut c, f32::NAN, "C")?;
+            launch(gpu, kernel, p, &a, &b, &mut c)?;
+            let got = gpu.download(&c, "C")?;
+            let err = relative_error(p, &got, &want_mn);
+            if err > 4.0 * p.tolerance() {
+                return Err(Error::Mismatch {
+                    kernel: check::kernel_name(kernel),
+                    shape: p.shape(),
+                    detail: format!(
+                        "relative error {err:.3e} against cuBLAS > {:.3e}",
+                        4.0 * p.tolerance()
+                    ),
+                });
+            }
+            let stats = time(&mut || launch(gpu, kernel, p, &a, &b, &mut c))?;
+            let f = gpu.function(kernel.symbol(DType::F32).unwrap_or_default())?;
+            let regs = f.num_regs().unwrap_or(0);
+            let (bx, by, bz) = kernel.block;
+            let threads = bx * by * bz;
+            let blocks = f
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    threads,
+                    kernel.shared_bytes_f32,
+                    None,
+                )
+                .unwrap_or(0);
+            let occupancy = (blocks * threads.div_ceil(32)) as f64 / 64.0;
+            rows.push(row(kernel.name.to_string(), stats, regs, occupancy, err));
+        }
+        // The dispatcher, padding included.
+        progress(&format!("gemm {} dispatch", p.shape()));
+        let mut scratch = Scratch::default();
+        gpu.fill(&mut c, f32::NAN, "C")?;
+        let chosen = run(gpu, p, &a, &b, &mut c, &mut scratch)?;
+        let got = gpu.download(&c, "C")?;
+        let err = relative_error(p, &got, &want_mn);
+        if err > 4.0 * p.tolerance() {
+            return Err(Error::Mismatch {
+                kernel: "gemm/dispatch".into(),
+                shape: p.shape(),
+                detail: format!("relative error {err:.3e}"),
+            });
+        }
+        let stats = time(&mut || run(gpu, p, &a, &b, &mut c, &mut scratch).map(|_| ()))?;
+        rows.push(row(
+            format!("dispatch ({})", chosen.name),
+            stats,
+            0,
+            0.0,
+            err,
+        ));
+        let cublas_tflops = rows[first].tflops;
+        for r in &mut rows[first..] {
+            r.vs_cublas = r.tflops / cublas_tflops;
+        }
+    }
+    Ok(rows)
 }

@@ -239,7 +239,10 @@ fn analyze(args: &[String]) -> Result<()> {
         (rustile::gemm::analyze(kernel, &p, seed())?, p.shape())
     } else {
         let problem = bench::parse_shape(family, &shape)?;
-        (suite::analyze(kernel, dtype, &problem, seed())?, problem.shape())
+        (
+            suite::analyze(kernel, dtype, &problem, seed())?,
+            problem.shape(),
+        )
     };
     println!(
         "{}/{} {} {} in the simulator (validated against the CPU reference):\n",
@@ -368,6 +371,10 @@ fn bench_cmd(args: &[String]) -> Result<()> {
     print_info(&gpu);
     let mut all = Vec::new();
     for family in families {
+        if family == Family::Gemm {
+            gemm_bench(&gpu, sizes.as_deref(), &out)?;
+            continue;
+        }
         let mut sweep = Sweep::default_for(family);
         if let Some(s) = &sizes {
             sweep.problems = bench::parse_sizes(family, s)?;
@@ -381,6 +388,32 @@ fn bench_cmd(args: &[String]) -> Result<()> {
         all.extend(rows);
     }
     println!("results: {}/<family>.json and .csv", out.display());
+    Ok(())
+}
+
+/// The SGEMM ladder: every variant, cuBLAS and the dispatcher at each size.
+fn gemm_bench(gpu: &Gpu, sizes: Option<&str>, out: &std::path::Path) -> Result<()> {
+    let sizes = sizes.unwrap_or("128,256,512,1000,1024,2048,4093,4096,8192,8192x8192x512");
+    let problems: Vec<_> = sizes
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(rustile::gemm::parse_shape)
+        .collect::<Result<_>>()?;
+    let variants: Vec<_> = rustile::gemm::variants().collect();
+    let rows = rustile::gemm::bench(gpu, &problems, &variants, 0.3, seed(), status)?;
+    status("");
+    println!("\n{}", rustile::gemm::markdown(&rows));
+    std::fs::create_dir_all(out).map_err(|source| Error::Io {
+        path: out.display().to_string(),
+        source,
+    })?;
+    let path = out.join("gemm.json");
+    let json = serde_json::to_string_pretty(&rows).map_err(|e| Error::Usage(e.to_string()))?;
+    std::fs::write(&path, json).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    println!("results: {}", path.display());
     Ok(())
 }
 

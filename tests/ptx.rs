@@ -75,6 +75,11 @@ fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
                 .iter()
                 .map(|(s, _, _)| *s),
         )
+        .chain(
+            rustile_kernels::registry::HELPERS
+                .iter()
+                .flat_map(|h| h.iter().map(|e| e.symbol)),
+        )
         .collect();
     registered.sort_unstable();
     for flavour in Flavour::ALL {

@@ -217,6 +217,10 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::gemm::v09_double_buffer::INFO,
 ];
 
+/// Kernels that are not variants of a family but helpers the host launches (the SGEMM
+/// dispatcher's padding copy).
+pub const HELPERS: &[&[Entry]] = &[crate::gemm::pad::SYMBOLS];
+
 /// Looks a variant up by family and name.
 pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {
     KERNELS

@@ -13,6 +13,7 @@
 //! Variants from `v06` on load A and B in 16-byte vectors and need `lda`, `ldb` multiples of 4
 //! and 16-byte-aligned A and B (the launcher checks; the dispatcher pads otherwise).
 
+pub mod pad;
 pub mod v01_naive;
 pub mod v02_coalesced;
 pub mod v03_smem;
