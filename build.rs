@@ -12,7 +12,9 @@ use std::process::Command;
 
 #[path = "build_support/kernel_build.rs"]
 mod kernel_build;
-use kernel_build::{kernel_source_hash, ptx_file_name, FlavourSpec, FLAVOURS, KERNEL_RUSTFLAGS};
+use kernel_build::{
+    apply_launch_bounds, kernel_source_hash, ptx_file_name, FlavourSpec, FLAVOURS, KERNEL_RUSTFLAGS,
+};
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -139,5 +141,6 @@ fn build_flavour(
         return Err(String::from_utf8_lossy(&output.stderr).into_owned());
     }
     let ptx = target_dir.join("nvptx64-nvidia-cuda/release/rustile_kernels.ptx");
-    std::fs::read(&ptx).map_err(|e| format!("{}: {e}", ptx.display()))
+    let text = std::fs::read_to_string(&ptx).map_err(|e| format!("{}: {e}", ptx.display()))?;
+    Ok(apply_launch_bounds(&text).into_bytes())
 }

@@ -78,5 +78,42 @@ pub fn kernel_source_hash(kernels_dir: &Path, toolchain_file: &Path) -> String {
         h.update([0]);
     }
     h.update(std::fs::read(toolchain_file).unwrap_or_default());
+    for (name, threads, blocks) in LAUNCH_BOUNDS {
+        h.update(format!("{name}:{threads}:{blocks}").as_bytes());
+        h.update([0]);
+    }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Launch bounds, CUDA's `__launch_bounds__(threads, min_blocks)`: rustc has no attribute for
+/// them, so the build adds `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` to these entries
+/// of the generated PTX, and ptxas caps registers at 65536 / (threads · min_blocks).
+#[allow(dead_code)]
+pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("sgemm_double_buffer_f32", 256, 2)];
+
+/// Inserts the [`LAUNCH_BOUNDS`] directives after each named entry's parameter list.
+#[allow(dead_code)]
+pub fn apply_launch_bounds(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len() + 256);
+    let mut pending: Option<(u32, u32)> = None;
+    for line in ptx.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(rest) = line.trim_start().strip_prefix(".visible .entry ") {
+            let name = rest.split('(').next().unwrap_or_default();
+            pending = LAUNCH_BOUNDS
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, t, b)| (*t, *b));
+        }
+        if let Some((threads, blocks)) = pending {
+            if line.trim_start().starts_with(')') {
+                out.push_str(&format!(
+                    ".maxntid {threads}, 1, 1\n.minnctapersm {blocks}\n"
+                ));
+                pending = None;
+            }
+        }
+    }
+    out
 }

@@ -29,8 +29,9 @@ use rustile::{ptxas, suite, Backend, DType, Error, Family, Gpu, Result, KERNELS}
 const USAGE: &str =
     "usage: rustile [run | info | validate | ptx-report | bench FAMILY [--sizes LIST] \
 [--dtype f32|f16|all] [--l2 rotate|flush|both] [--reps N] [--warmup N] [--out DIR]]
-  FAMILY: copy | strided | transpose | all
-  --sizes: copy `N,N` (elements); strided `N` (outputs, every stride 1..32); transpose `RxC,RxC`";
+  FAMILY: copy | strided | transpose | gemm | all
+  --sizes: copy `N,N` (elements); strided `N` (outputs, every stride 1..32); transpose `RxC,RxC`;
+           gemm `N` or `MxNxK`";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -319,6 +320,7 @@ fn bench_cmd(args: &[String]) -> Result<()> {
             .ok_or_else(|| Error::Usage(format!("unknown family `{name}`\n{USAGE}")))?],
     };
     let mut sizes = None;
+    let mut variant_list: Option<String> = None;
     let mut dtypes = vec![DType::F32, DType::F16];
     let mut modes = L2Mode::ALL.to_vec();
     let mut timing = TimingConfig::default();
@@ -338,6 +340,7 @@ fn bench_cmd(args: &[String]) -> Result<()> {
         };
         match flag.as_str() {
             "--sizes" => sizes = Some(value()?),
+            "--variants" => variant_list = Some(value()?),
             "--dtype" => {
                 dtypes = match value()?.as_str() {
                     "f32" => vec![DType::F32],
@@ -372,7 +375,7 @@ fn bench_cmd(args: &[String]) -> Result<()> {
     let mut all = Vec::new();
     for family in families {
         if family == Family::Gemm {
-            gemm_bench(&gpu, sizes.as_deref(), &out)?;
+            gemm_bench(&gpu, sizes.as_deref(), variant_list.as_deref(), &out)?;
             continue;
         }
         let mut sweep = Sweep::default_for(family);
@@ -392,14 +395,44 @@ fn bench_cmd(args: &[String]) -> Result<()> {
 }
 
 /// The SGEMM ladder: every variant, cuBLAS and the dispatcher at each size.
-fn gemm_bench(gpu: &Gpu, sizes: Option<&str>, out: &std::path::Path) -> Result<()> {
+fn gemm_bench(
+    gpu: &Gpu,
+    sizes: Option<&str>,
+    variants: Option<&str>,
+    out: &std::path::Path,
+) -> Result<()> {
     let sizes = sizes.unwrap_or("128,256,512,1000,1024,2048,4093,4096,8192,8192x8192x512");
     let problems: Vec<_> = sizes
         .split(',')
         .filter(|s| !s.trim().is_empty())
         .map(rustile::gemm::parse_shape)
         .collect::<Result<_>>()?;
-    let variants: Vec<_> = rustile::gemm::variants().collect();
+    let all: Vec<_> = rustile::gemm::variants()
+        .chain(
+            rustile_kernels::registry::EXPERIMENTS
+                .iter()
+                .copied()
+                .filter(|k| k.family == Family::Gemm),
+        )
+        .collect();
+    let variants: Vec<_> = match variants {
+        None => rustile::gemm::variants().collect(),
+        Some(list) => list
+            .split(',')
+            .map(|name| {
+                all.iter()
+                    .copied()
+                    .find(|k| k.name == name.trim())
+                    .ok_or_else(|| {
+                        let names: Vec<_> = all.iter().map(|k| k.name).collect();
+                        Error::Usage(format!(
+                            "unknown gemm variant `{name}`; there are {}",
+                            names.join(", ")
+                        ))
+                    })
+            })
+            .collect::<Result<_>>()?,
+    };
     let rows = rustile::gemm::bench(gpu, &problems, &variants, 0.3, seed(), status)?;
     status("");
     println!("\n{}", rustile::gemm::markdown(&rows));

@@ -80,6 +80,11 @@ fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
                 .iter()
                 .flat_map(|h| h.iter().map(|e| e.symbol)),
         )
+        .chain(
+            rustile_kernels::registry::EXPERIMENTS
+                .iter()
+                .flat_map(|k| k.symbols.iter().map(|e| e.symbol)),
+        )
         .collect();
     registered.sort_unstable();
     for flavour in Flavour::ALL {

@@ -504,3 +504,19 @@ fn cp_async_data_arrives_only_at_the_wait() {
         assert_eq!(got[2 * lane + 1], 1000 + 4 * lane as u32);
     }
 }
+
+#[test]
+fn tuning_experiments_are_correct_too() {
+    let backend = Backend::Simulator(Simulator::default());
+    for k in rustile_kernels::registry::EXPERIMENTS {
+        for p in rustile::gemm::validation_problems() {
+            let p = if rustile::gemm::GemmProblem::vectorized(k) {
+                p.aligned()
+            } else {
+                p
+            };
+            rustile::gemm::validate(&backend, k, &p, seed())
+                .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+        }
+    }
+}

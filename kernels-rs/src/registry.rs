@@ -221,6 +221,13 @@ pub const KERNELS: &[&KernelInfo] = &[
 /// dispatcher's padding copy).
 pub const HELPERS: &[&[Entry]] = &[crate::gemm::pad::SYMBOLS];
 
+/// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of
+/// a family's ladder, validation or dispatcher.
+pub const EXPERIMENTS: &[&KernelInfo] = &[
+    &crate::gemm::v08_warptile::experiments::INFO_BK8,
+    &crate::gemm::v08_warptile::experiments::INFO_DB16,
+];
+
 /// Looks a variant up by family and name.
 pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {
     KERNELS

@@ -1,10 +1,12 @@
 //! Warp tiling: the block's 128×128 C tile is split into 8 warp tiles of 64×32, and each lane
-//! owns a 16×4 block: rows `g·16 + 4·(lane / 8) + 0..4` for `g` in 0..4, columns
-//! `4·(lane % 8) + 0..4` of its warp tile.
+//! owns an 8×8 block: rows `32·h + 4·(lane / 4) + 0..4` and columns `16·h + 4·(lane % 4) + 0..4`
+//! (`h` = 0, 1) of its warp tile.
 //!
-//! Per `k` a lane loads 4 A chunks and 1 B chunk of 16 bytes (5 `ld.shared.v4` for 64 FMAs);
-//! the 8 lanes of a quarter warp read either one broadcast chunk of A or 8 consecutive chunks
-//! of B, so every shared read is one wavefront. K step 16: the A tile is loaded with consecutive
+//! Per `k` a lane loads 2 A and 2 B chunks of 16 bytes (4 `ld.shared.v4` for 64 FMAs); the 8
+//! lanes of a quarter warp read 2 consecutive A chunks and 4 consecutive B chunks, one wavefront
+//! each. 4 instructions × 4 wavefronts per 64 FMA-cycles on each of the 4 SM sub-partitions is
+//! exactly the shared memory's one wavefront per clock: a 16×4 lane block (5 loads) measured
+//! 0.76× cuBLAS, bound by those wavefronts. K step 16: the A tile is loaded with consecutive
 //! lanes on consecutive rows, so its transposed store into `Aᵀ` is conflict-free too. The warp
 //! tile keeps a warp's shared reads on 64 + 32 values per `k`, where `v07`'s per-thread layout
 //! spread a warp over 2 × 8 groups of the whole tile. Needs `lda`, `ldb` multiples of 4 and
@@ -25,9 +27,9 @@ pub const THREADS: u32 = 32 * (TILE.0 / WARP_TILE.0) * (TILE.1 / WARP_TILE.1);
 /// Floats of padding per Aᵀ row (keeps rows 16-byte aligned).
 pub const PAD: u32 = 4;
 
-/// Shared bytes for `stages` buffers.
-pub const fn shared_bytes(stages: u32) -> usize {
-    (stages * (BK * (TILE.0 + PAD) + BK * TILE.1) * 4) as usize
+/// Shared bytes for `stages` buffers of a `bk` K step.
+pub const fn shared_bytes(stages: u32, bk: u32) -> usize {
+    (stages * (bk * (TILE.0 + PAD) + bk * TILE.1) * 4) as usize
 }
 
 /// Registry entry.
@@ -39,10 +41,10 @@ pub const INFO: KernelInfo = KernelInfo {
         tile: TILE,
         halo_rows: 0,
     },
-    shared_bytes_f32: shared_bytes(1),
+    shared_bytes_f32: shared_bytes(1, BK),
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
-    about: "128x128x16 block, 64x32 warp tiles, 16x4 per lane",
+    about: "128x128x16 block, 64x32 warp tiles, 8x8 per lane",
 };
 
 /// A k-tile of A and B in registers: 2 vectors of each per thread.
@@ -57,7 +59,7 @@ struct Staged {
 /// suffices.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
+pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -71,7 +73,9 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
     beta: f32,
 ) {
     const PITCH_A: u32 = TILE.0 + PAD;
-    const STAGE_BYTES: u32 = (BK * PITCH_A + BK * TILE.1) * 4;
+    // 16-byte vectors of each operand per thread per k-tile (1 for BK = 8, 2 for BK = 16).
+    let loads: u32 = TILE.0 * BK / (4 * THREADS);
+    let stage_bytes: u32 = (BK * PITCH_A + BK * TILE.1) * 4;
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
     let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * TILE.1);
@@ -80,11 +84,14 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
         (warp / warps_n) * WARP_TILE.0,
         (warp % warps_n) * WARP_TILE.1,
     );
-    let (lr, lc) = (lane / 8, lane % 8);
+    let (lr, lc) = (lane / 4, lane % 4);
+    // Row i (column j) of the lane's 8×8 block within the warp tile.
+    let lane_row = |i: u32| (i / 4) * (WARP_TILE.0 / 2) + lr * 4 + i % 4;
+    let lane_col = |j: u32| (j / 4) * (WARP_TILE.1 / 2) + lc * 4 + j % 4;
     let base = gpu::dynamic_shared_base();
     // (Aᵀ, B) of stage s: Aᵀ (BK, BM + PAD), then B (BK, BN).
-    let a_s = |s: u32| base + s * STAGE_BYTES;
-    let b_s = |s: u32| base + s * STAGE_BYTES + BK * PITCH_A * 4;
+    let a_s = |s: u32| base + s * stage_bytes;
+    let b_s = |s: u32| base + s * stage_bytes + BK * PITCH_A * 4;
 
     let fetch = |kt: u32| -> Staged {
         let mut st = Staged {
@@ -92,7 +99,7 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
             b: [[0.0; 4]; 2],
         };
         let mut l = 0;
-        while l < 2 {
+        while l < loads {
             let idx = t + l * THREADS;
             let (ar, ak) = (idx % TILE.0, (idx / TILE.0) * 4);
             st.a[l as usize] = ld4_or_zero(a, lda, m, k, row0 + ar, kt + ak);
@@ -104,7 +111,7 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
     };
     let store = |st: &Staged, s: u32| {
         let mut l = 0;
-        while l < 2 {
+        while l < loads {
             let idx = t + l * THREADS;
             let (ar, ak) = (idx % TILE.0, (idx / TILE.0) * 4);
             let mut q = 0;
@@ -121,23 +128,24 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
         }
     };
 
-    let mut acc = [[0.0f32; 4]; 16];
-    let compute = |acc: &mut [[f32; 4]; 16], s: u32| {
+    let mut acc = [[0.0f32; 8]; 8];
+    let compute = |acc: &mut [[f32; 8]; 8], s: u32| {
         let mut d = 0;
         while d < BK {
-            let mut reg_m = [0.0f32; 16];
-            let mut g = 0;
-            while g < 4 {
-                let v =
-                    gpu::ld_shared_f32x4(f32_addr(a_s(s), d * PITCH_A + wrow0 + g * 16 + lr * 4));
-                reg_m[4 * g as usize..4 * g as usize + 4].copy_from_slice(&v);
-                g += 1;
-            }
-            let reg_n = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * TILE.1 + wcol0 + lc * 4));
+            let m_lo = gpu::ld_shared_f32x4(f32_addr(a_s(s), d * PITCH_A + wrow0 + lane_row(0)));
+            let m_hi = gpu::ld_shared_f32x4(f32_addr(a_s(s), d * PITCH_A + wrow0 + lane_row(4)));
+            let n_lo = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * TILE.1 + wcol0 + lane_col(0)));
+            let n_hi = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * TILE.1 + wcol0 + lane_col(4)));
+            let reg_m = [
+                m_lo[0], m_lo[1], m_lo[2], m_lo[3], m_hi[0], m_hi[1], m_hi[2], m_hi[3],
+            ];
+            let reg_n = [
+                n_lo[0], n_lo[1], n_lo[2], n_lo[3], n_hi[0], n_hi[1], n_hi[2], n_hi[3],
+            ];
             let mut i = 0;
-            while i < 16 {
+            while i < 8 {
                 let mut j = 0;
-                while j < 4 {
+                while j < 8 {
                     acc[i][j] = gpu::fma(reg_m[i], reg_n[j], acc[i][j]);
                     j += 1;
                 }
@@ -177,17 +185,17 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32>(
     }
 
     let mut i = 0;
-    while i < 16 {
-        let r = row0 + wrow0 + (i as u32 / 4) * 16 + lr * 4 + i as u32 % 4;
+    while i < 8 {
+        let r = row0 + wrow0 + lane_row(i as u32);
         let mut j = 0;
-        while j < 4 {
+        while j < 8 {
             epilogue(
                 c,
                 ldc,
                 m,
                 n,
                 r,
-                col0 + wcol0 + lc * 4 + j as u32,
+                col0 + wcol0 + lane_col(j as u32),
                 acc[i][j],
                 alpha,
                 beta,
@@ -213,10 +221,76 @@ unsafe fn sgemm_warptile(
     alpha: f32,
     beta: f32,
 ) {
-    sgemm_warp_tile::<1>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    sgemm_warp_tile::<1, BK>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
     f32 fn sgemm_warptile(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
         => sgemm_warptile_f32
+}
+
+/// Tuning experiments (not in the registry's ladder; `rustile bench gemm --variants` runs them).
+pub mod experiments {
+    use super::*;
+    /// K step 8, one stage.
+    pub const INFO_BK8: KernelInfo = KernelInfo {
+        name: "warptile_bk8",
+        shared_bytes_f32: shared_bytes(1, 8),
+        symbols: SYMBOLS,
+        ..INFO
+    };
+    /// K step 16, two stages (the register-heavy double buffer).
+    pub const INFO_DB16: KernelInfo = KernelInfo {
+        name: "double_buffer_bk16",
+        shared_bytes_f32: shared_bytes(2, 16),
+        symbols: SYMBOLS_DB16,
+        ..INFO
+    };
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn sgemm_warptile_bk8(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldb: u32,
+        ldc: u32,
+        alpha: f32,
+        beta: f32,
+    ) {
+        sgemm_warp_tile::<1, 8>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    }
+    crate::ptx_kernels! {
+        f32 fn sgemm_warptile_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
+            => sgemm_warptile_bk8_f32
+    }
+    /// Entry point of the two-stage BK = 16 experiment.
+    pub mod db16 {
+        use super::super::*;
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        unsafe fn sgemm_double_buffer_bk16(
+            a: *const f32,
+            b: *const f32,
+            c: *mut f32,
+            m: u32,
+            n: u32,
+            k: u32,
+            lda: u32,
+            ldb: u32,
+            ldc: u32,
+            alpha: f32,
+            beta: f32,
+        ) {
+            sgemm_warp_tile::<2, 16>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+        }
+        crate::ptx_kernels! {
+            f32 fn sgemm_double_buffer_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
+                => sgemm_double_buffer_bk16_f32
+        }
+    }
+    pub use db16::SYMBOLS as SYMBOLS_DB16;
 }
