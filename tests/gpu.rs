@@ -258,10 +258,18 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
         lda: 5,
         ..GemmProblem::new(10, 10, 10)
     };
-    let e = gemm::launch(&gpu, gemm::dispatch(&bad_ld), &bad_ld, &a, &b, &mut c).unwrap_err();
+    let e = gemm::launch(&gpu, gemm::dispatch(&bad_ld, 132), &bad_ld, &a, &b, &mut c).unwrap_err();
     assert!(e.to_string().contains("lda = 5"), "{e}");
     let big = GemmProblem::new(10, 10, 11);
-    let e = gemm::launch(&gpu, gemm::dispatch(&big), &big, &a, &b, &mut c).unwrap_err();
+    let e = gemm::launch(
+        &gpu,
+        &rustile_kernels::gemm::v05_blocktile_2d::INFO,
+        &big,
+        &a,
+        &b,
+        &mut c,
+    )
+    .unwrap_err();
     assert!(
         matches!(
             e,

@@ -215,6 +215,7 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::gemm::v07_conflict_free::INFO,
     &crate::gemm::v08_warptile::INFO,
     &crate::gemm::v09_double_buffer::INFO,
+    &crate::gemm::v10_tile_128x64::INFO,
 ];
 
 /// Kernels that are not variants of a family but helpers the host launches (the SGEMM
@@ -223,10 +224,7 @@ pub const HELPERS: &[&[Entry]] = &[crate::gemm::pad::SYMBOLS];
 
 /// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of
 /// a family's ladder, validation or dispatcher.
-pub const EXPERIMENTS: &[&KernelInfo] = &[
-    &crate::gemm::v08_warptile::experiments::INFO_BK8,
-    &crate::gemm::v08_warptile::experiments::INFO_DB16,
-];
+pub const EXPERIMENTS: &[&KernelInfo] = &[&crate::gemm::v08_warptile::experiments::INFO_DB16_ASYNC];
 
 /// Looks a variant up by family and name.
 pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {

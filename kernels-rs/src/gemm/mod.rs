@@ -23,6 +23,7 @@ pub mod v06_vectorized;
 pub mod v07_conflict_free;
 pub mod v08_warptile;
 pub mod v09_double_buffer;
+pub mod v10_tile_128x64;
 
 use crate::gpu::{self, Elem};
 

@@ -12,7 +12,7 @@
 //! spread a warp over 2 × 8 groups of the whole tile. Needs `lda`, `ldb` multiples of 4 and
 //! 16-byte-aligned A, B. Shared: 16.3 KiB per stage.
 
-use super::{epilogue, f32_addr, ld4_or_zero};
+use super::{at, epilogue, f32_addr, ld4_or_zero};
 use crate::gpu::{self, Elem};
 use crate::registry::{Family, KernelInfo, Launch};
 
@@ -22,14 +22,18 @@ pub const TILE: (u32, u32) = (128, 128);
 pub const BK: u32 = 16;
 /// Warp tile, `(WM, WN)`.
 pub const WARP_TILE: (u32, u32) = (64, 32);
-/// Threads per block: one warp per warp tile.
-pub const THREADS: u32 = 32 * (TILE.0 / WARP_TILE.0) * (TILE.1 / WARP_TILE.1);
+/// Threads per block for a block tile `BN` wide: one warp per warp tile.
+pub const fn threads(bn: u32) -> u32 {
+    32 * (TILE.0 / WARP_TILE.0) * (bn / WARP_TILE.1)
+}
+/// Threads per block.
+pub const THREADS: u32 = threads(TILE.1);
 /// Floats of padding per Aᵀ row (keeps rows 16-byte aligned).
 pub const PAD: u32 = 4;
 
-/// Shared bytes for `stages` buffers of a `bk` K step.
-pub const fn shared_bytes(stages: u32, bk: u32) -> usize {
-    (stages * (bk * (TILE.0 + PAD) + bk * TILE.1) * 4) as usize
+/// Shared bytes for `stages` buffers of a `bk` K step and a `bn`-wide tile.
+pub const fn shared_bytes(stages: u32, bk: u32, bn: u32) -> usize {
+    (stages * (bk * (TILE.0 + PAD) + bk * bn) * 4) as usize
 }
 
 /// Registry entry.
@@ -41,25 +45,31 @@ pub const INFO: KernelInfo = KernelInfo {
         tile: TILE,
         halo_rows: 0,
     },
-    shared_bytes_f32: shared_bytes(1, BK),
+    shared_bytes_f32: shared_bytes(1, BK, TILE.1),
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "128x128x16 block, 64x32 warp tiles, 8x8 per lane",
 };
 
-/// A k-tile of A and B in registers: 2 vectors of each per thread.
+/// Registers a k-tile is staged in: up to 4 vectors of A and of B per thread.
 struct Staged {
-    a: [[f32; 4]; 2],
-    b: [[f32; 4]; 2],
+    a: [[f32; 4]; 4],
+    b: [[f32; 4]; 4],
 }
 
-/// The warp-tiled body with `STAGES` (1 or 2) shared-memory buffers. With 2, the next k-tile
-/// is fetched into registers before the current one is computed, and stored to the other
-/// buffer after: the global loads' latency hides behind 64·16 FMAs, and one barrier per k-tile
-/// suffices.
+/// The warp-tiled body: a `128 × BN` block tile, K step `BK`, `STAGES` (1 or 2) shared
+/// buffers. With 2 stages the next k-tile's A is fetched into registers before the current
+/// tile is computed and stored to the other buffer after; B goes through registers too, or with
+/// `ASYNC_B` straight to the other buffer with `cp.async` (no registers: B rows are not
+/// transposed). One barrier per k-tile.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
+pub(super) unsafe fn sgemm_warp_tile<
+    const STAGES: u32,
+    const BK: u32,
+    const BN: u32,
+    const ASYNC_B: bool,
+>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -73,13 +83,15 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
     beta: f32,
 ) {
     const PITCH_A: u32 = TILE.0 + PAD;
-    // 16-byte vectors of each operand per thread per k-tile (1 for BK = 8, 2 for BK = 16).
-    let loads: u32 = TILE.0 * BK / (4 * THREADS);
-    let stage_bytes: u32 = (BK * PITCH_A + BK * TILE.1) * 4;
+    let nthreads = threads(BN);
+    // 16-byte vectors per thread per k-tile.
+    let loads_a: u32 = TILE.0 * BK / (4 * nthreads);
+    let loads_b: u32 = BK * BN / (4 * nthreads);
+    let stage_bytes: u32 = (BK * PITCH_A + BK * BN) * 4;
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
-    let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * TILE.1);
-    let warps_n = TILE.1 / WARP_TILE.1;
+    let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * BN);
+    let warps_n = BN / WARP_TILE.1;
     let (wrow0, wcol0) = (
         (warp / warps_n) * WARP_TILE.0,
         (warp % warps_n) * WARP_TILE.1,
@@ -92,28 +104,50 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
     // (Aᵀ, B) of stage s: Aᵀ (BK, BM + PAD), then B (BK, BN).
     let a_s = |s: u32| base + s * stage_bytes;
     let b_s = |s: u32| base + s * stage_bytes + BK * PITCH_A * 4;
+    // This thread's l-th vector of A (row, first k) and of B (k, first column).
+    let a_at = |l: u32| {
+        let idx = t + l * nthreads;
+        (idx % TILE.0, (idx / TILE.0) * 4)
+    };
+    let b_at = |l: u32| {
+        let idx = t + l * nthreads;
+        (idx / (BN / 4), (idx % (BN / 4)) * 4)
+    };
 
-    let fetch = |kt: u32| -> Staged {
+    let fetch = |kt: u32, s: u32| -> Staged {
         let mut st = Staged {
-            a: [[0.0; 4]; 2],
-            b: [[0.0; 4]; 2],
+            a: [[0.0; 4]; 4],
+            b: [[0.0; 4]; 4],
         };
         let mut l = 0;
-        while l < loads {
-            let idx = t + l * THREADS;
-            let (ar, ak) = (idx % TILE.0, (idx / TILE.0) * 4);
+        while l < loads_a {
+            let (ar, ak) = a_at(l);
             st.a[l as usize] = ld4_or_zero(a, lda, m, k, row0 + ar, kt + ak);
-            let (bk, bn) = (idx / (TILE.1 / 4), (idx % (TILE.1 / 4)) * 4);
-            st.b[l as usize] = ld4_or_zero(b, ldb, k, n, kt + bk, col0 + bn);
             l += 1;
+        }
+        let mut l = 0;
+        while l < loads_b {
+            let (bk, bn) = b_at(l);
+            let (row, col) = (kt + bk, col0 + bn);
+            if ASYNC_B && row < k && col + 3 < n {
+                gpu::cp_async_16(
+                    f32_addr(b_s(s), bk * BN + bn),
+                    at(b, ldb, row, col) as *const gpu::Vec16,
+                );
+            } else {
+                st.b[l as usize] = ld4_or_zero(b, ldb, k, n, row, col);
+            }
+            l += 1;
+        }
+        if ASYNC_B {
+            gpu::cp_async_commit();
         }
         st
     };
-    let store = |st: &Staged, s: u32| {
+    let store = |st: &Staged, kt: u32, s: u32| {
         let mut l = 0;
-        while l < loads {
-            let idx = t + l * THREADS;
-            let (ar, ak) = (idx % TILE.0, (idx / TILE.0) * 4);
+        while l < loads_a {
+            let (ar, ak) = a_at(l);
             let mut q = 0;
             while q < 4 {
                 f32::st_shared(
@@ -122,8 +156,15 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
                 );
                 q += 1;
             }
-            let (bk, bn) = (idx / (TILE.1 / 4), (idx % (TILE.1 / 4)) * 4);
-            gpu::st_shared_f32x4(f32_addr(b_s(s), bk * TILE.1 + bn), st.b[l as usize]);
+            l += 1;
+        }
+        let mut l = 0;
+        while l < loads_b {
+            let (bk, bn) = b_at(l);
+            // With ASYNC_B, in-range vectors were copied by cp.async; the edges land here.
+            if !ASYNC_B || !(kt + bk < k && col0 + bn + 3 < n) {
+                gpu::st_shared_f32x4(f32_addr(b_s(s), bk * BN + bn), st.b[l as usize]);
+            }
             l += 1;
         }
     };
@@ -134,8 +175,8 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
         while d < BK {
             let m_lo = gpu::ld_shared_f32x4(f32_addr(a_s(s), d * PITCH_A + wrow0 + lane_row(0)));
             let m_hi = gpu::ld_shared_f32x4(f32_addr(a_s(s), d * PITCH_A + wrow0 + lane_row(4)));
-            let n_lo = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * TILE.1 + wcol0 + lane_col(0)));
-            let n_hi = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * TILE.1 + wcol0 + lane_col(4)));
+            let n_lo = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * BN + wcol0 + lane_col(0)));
+            let n_hi = gpu::ld_shared_f32x4(f32_addr(b_s(s), d * BN + wcol0 + lane_col(4)));
             let reg_m = [
                 m_lo[0], m_lo[1], m_lo[2], m_lo[3], m_hi[0], m_hi[1], m_hi[2], m_hi[3],
             ];
@@ -158,25 +199,38 @@ pub(super) unsafe fn sgemm_warp_tile<const STAGES: u32, const BK: u32>(
     if STAGES == 1 {
         let mut kt = 0;
         while kt < k {
-            let st = fetch(kt);
-            store(&st, 0);
+            let st = fetch(kt, 0);
+            store(&st, kt, 0);
+            if ASYNC_B {
+                gpu::cp_async_wait::<0>();
+            }
             gpu::sync_threads();
             compute(&mut acc, 0);
             gpu::sync_threads();
             kt += BK;
         }
     } else {
-        let st = fetch(0);
-        store(&st, 0);
+        let st = fetch(0, 0);
+        store(&st, 0, 0);
+        if ASYNC_B {
+            gpu::cp_async_wait::<0>();
+        }
         gpu::sync_threads();
         let mut stage = 0;
         let mut kt = 0;
         while kt < k {
             let has_next = kt + BK < k;
-            let next = if has_next { Some(fetch(kt + BK)) } else { None };
+            let next = if has_next {
+                Some(fetch(kt + BK, stage ^ 1))
+            } else {
+                None
+            };
             compute(&mut acc, stage);
             if let Some(st) = next {
-                store(&st, stage ^ 1);
+                store(&st, kt + BK, stage ^ 1);
+            }
+            if ASYNC_B {
+                gpu::cp_async_wait::<0>();
             }
             gpu::sync_threads();
             stage ^= 1;
@@ -221,7 +275,7 @@ unsafe fn sgemm_warptile(
     alpha: f32,
     beta: f32,
 ) {
-    sgemm_warp_tile::<1, BK>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    sgemm_warp_tile::<1, BK, { TILE.1 }, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
@@ -229,26 +283,19 @@ crate::ptx_kernels! {
         => sgemm_warptile_f32
 }
 
-/// Tuning experiments (not in the registry's ladder; `rustile bench gemm --variants` runs them).
+/// Tuning experiments (not in the ladder; `rustile bench gemm --variants` runs them).
 pub mod experiments {
     use super::*;
-    /// K step 8, one stage.
-    pub const INFO_BK8: KernelInfo = KernelInfo {
-        name: "warptile_bk8",
-        shared_bytes_f32: shared_bytes(1, 8),
+    /// Two stages, BK 16, B through `cp.async`.
+    pub const INFO_DB16_ASYNC: KernelInfo = KernelInfo {
+        name: "double_buffer_async",
+        shared_bytes_f32: shared_bytes(2, 16, TILE.1),
         symbols: SYMBOLS,
-        ..INFO
-    };
-    /// K step 16, two stages (the register-heavy double buffer).
-    pub const INFO_DB16: KernelInfo = KernelInfo {
-        name: "double_buffer_bk16",
-        shared_bytes_f32: shared_bytes(2, 16),
-        symbols: SYMBOLS_DB16,
         ..INFO
     };
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn sgemm_warptile_bk8(
+    unsafe fn sgemm_double_buffer_async(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
@@ -261,36 +308,10 @@ pub mod experiments {
         alpha: f32,
         beta: f32,
     ) {
-        sgemm_warp_tile::<1, 8>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+        sgemm_warp_tile::<2, 16, { TILE.1 }, true>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
     }
     crate::ptx_kernels! {
-        f32 fn sgemm_warptile_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-            => sgemm_warptile_bk8_f32
+        f32 fn sgemm_double_buffer_async(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
+            => sgemm_double_buffer_async_f32
     }
-    /// Entry point of the two-stage BK = 16 experiment.
-    pub mod db16 {
-        use super::super::*;
-        #[allow(clippy::too_many_arguments)]
-        #[inline(always)]
-        unsafe fn sgemm_double_buffer_bk16(
-            a: *const f32,
-            b: *const f32,
-            c: *mut f32,
-            m: u32,
-            n: u32,
-            k: u32,
-            lda: u32,
-            ldb: u32,
-            ldc: u32,
-            alpha: f32,
-            beta: f32,
-        ) {
-            sgemm_warp_tile::<2, 16>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
-        }
-        crate::ptx_kernels! {
-            f32 fn sgemm_double_buffer_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-                => sgemm_double_buffer_bk16_f32
-        }
-    }
-    pub use db16::SYMBOLS as SYMBOLS_DB16;
 }

@@ -23,7 +23,7 @@ pub const INFO: KernelInfo = KernelInfo {
         tile: TILE,
         halo_rows: 0,
     },
-    shared_bytes_f32: shared_bytes(2, BK),
+    shared_bytes_f32: shared_bytes(2, BK, TILE.1),
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "v08 + two shared stages (BK 8), register prefetch of the next k-tile",
@@ -44,7 +44,7 @@ unsafe fn sgemm_double_buffer(
     alpha: f32,
     beta: f32,
 ) {
-    sgemm_warp_tile::<2, BK>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    sgemm_warp_tile::<2, BK, { TILE.1 }, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
