@@ -162,7 +162,7 @@ pub(super) unsafe fn sgemm_warp_tile<
         while l < loads_b {
             let (bk, bn) = b_at(l);
             // With ASYNC_B, in-range vectors were copied by cp.async; the edges land here.
-            if !ASYNC_B || !(kt + bk < k && col0 + bn + 3 < n) {
+            if !(ASYNC_B && kt + bk < k && col0 + bn + 3 < n) {
                 gpu::st_shared_f32x4(f32_addr(b_s(s), bk * BN + bn), st.b[l as usize]);
             }
             l += 1;
