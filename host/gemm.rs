@@ -4,7 +4,7 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::gemm::{v08_warptile, v10_tile_128x64};
+use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v10_tile_128x64};
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::backend::{Backend, Buf};
@@ -492,6 +492,7 @@ pub fn analyze(kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<crate:
 pub struct Scratch {
     a: Option<CudaSlice<f32>>,
     b: Option<CudaSlice<f32>>,
+    workspace: Option<CudaSlice<f32>>,
 }
 
 fn pad_into(
@@ -534,10 +535,114 @@ fn pad_into(
     Ok(())
 }
 
-/// The dispatcher: runs [`dispatch`]'s choice for `p`, first copying A and/or B into padded
-/// scratch buffers when their rows are not 16-byte multiples (two memory-bound passes, a few
-/// percent of a large product), so the double-buffered warp tile runs on any shape. Returns
-/// the variant that ran. Asynchronous.
+/// Split-K slices the dispatcher uses for `p` on `sm_count` SMs: enough 128×128 blocks for two
+/// per SM when the tiles alone are fewer than the SMs and each slice keeps ≥ 128 of K; else 1.
+pub fn split_k_slices(p: &GemmProblem, sm_count: u32) -> u32 {
+    let tiles = (p.m.div_ceil(128) * p.n.div_ceil(128)) as u32;
+    if tiles >= sm_count {
+        return 1;
+    }
+    let want = (2 * sm_count).div_ceil(tiles.max(1));
+    want.min((p.k / 128) as u32).clamp(1, 8)
+}
+
+/// Launches the split-K warp tile (`splits` slices of K into `ws`) and the reduction into C.
+fn launch_split_k(
+    gpu: &Gpu,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    c: &mut CudaSlice<f32>,
+    splits: u32,
+    ws: &mut Option<CudaSlice<f32>>,
+) -> Result<()> {
+    use rustile_kernels::gemm::v08_warptile::{split_k, THREADS};
+    let need = splits as usize * p.m * p.n;
+    if ws.as_ref().is_none_or(|w| w.len() < need) {
+        *ws = Some(gpu.alloc::<f32>(need, "split-K workspace")?);
+    }
+    let w = ws.as_mut().expect("allocated above");
+    let kernel = &v08_warptile::INFO;
+    // The partial products: C' = A·B over each K slice, into w (ldw = n).
+    let part = GemmProblem {
+        ldc: p.n,
+        alpha: 1.0,
+        beta: 0.0,
+        ..*p
+    };
+    part.check(
+        kernel,
+        BufArg {
+            name: "a",
+            len: a.len(),
+            addr: 0,
+        },
+        BufArg {
+            name: "b",
+            len: b.len(),
+            addr: 0,
+        },
+        BufArg {
+            name: "workspace",
+            len: w.len(),
+            addr: 0,
+        },
+    )?;
+    let f = gpu.function(split_k::SYMBOLS[0].symbol)?;
+    let (gx, gy, _) = part.grid(kernel);
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (gx as u32, gy as u32, splits),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: kernel.shared_bytes_f32 as u32,
+    };
+    let (m, n, k, lda, ldb, ldw, one, zero) = part.scalars();
+    let mut args = gpu.stream().launch_builder(&f);
+    args.arg(a)
+        .arg(b)
+        .arg(&mut *w)
+        .arg(&m)
+        .arg(&n)
+        .arg(&k)
+        .arg(&lda)
+        .arg(&ldb)
+        .arg(&ldw)
+        .arg(&one)
+        .arg(&zero);
+    // SAFETY: the warp tile's signature with C = the workspace; `check` proved A and B spans
+    // and the alignment the 16-byte loads need; the workspace holds splits · m · n elements and
+    // slice z is written at z · m · n; the grid's z is `splits`.
+    unsafe { args.launch(cfg) }.during(|| "launching sgemm_warptile_splitk_f32".into())?;
+    let r = gpu.function(split_k::reduce::SYMBOLS[0].symbol)?;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (
+            (p.n as u32).div_ceil(split_k::reduce::BLOCK_X),
+            (p.m as u32).min(65535),
+            1,
+        ),
+        block_dim: (split_k::reduce::BLOCK_X, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (ldc, alpha, beta) = (p.ldc as u32, p.alpha, p.beta);
+    let mut args = gpu.stream().launch_builder(&r);
+    args.arg(&*w)
+        .arg(c)
+        .arg(&m)
+        .arg(&n)
+        .arg(&ldc)
+        .arg(&splits)
+        .arg(&alpha)
+        .arg(&beta);
+    // SAFETY: `(ws, c, m, n, ldc, splits, alpha, beta)`; ws holds splits · m · n, C was checked
+    // by the caller for (m − 1)·ldc + n; the kernel masks columns ≥ n and strides over rows.
+    unsafe { args.launch(cfg) }.during(|| "launching gemm_splitk_reduce_f32".into())?;
+    Ok(())
+}
+
+/// The dispatcher: pads A and/or B into scratch buffers when their rows are not 16-byte
+/// multiples (two memory-bound passes, a few percent of a large product), then runs
+/// [`dispatch`]'s variant — or, when the grid of 128×128 tiles is smaller than the SMs and K is
+/// long, the warp tile split over K ([`split_k_slices`]) plus a reduction. Returns the name of
+/// what ran. Asynchronous.
 pub fn run(
     gpu: &Gpu,
     p: &GemmProblem,
@@ -545,46 +650,29 @@ pub fn run(
     b: &CudaSlice<f32>,
     c: &mut CudaSlice<f32>,
     scratch: &mut Scratch,
-) -> Result<&'static KernelInfo> {
-    let best = dispatch(p, gpu.info().sm_count);
-    if p.lda.is_multiple_of(4) && p.ldb.is_multiple_of(4) || p.k == 0 {
-        launch(gpu, best, p, a, b, c)?;
-        return Ok(best);
-    }
+) -> Result<&'static str> {
+    let sm_count = gpu.info().sm_count;
+    let kernel = dispatch(p, sm_count);
     // Check the caller's buffers against the caller's problem before reading them.
-    let (la, lb, lc) = p.lens();
-    let shape = p.shape();
-    check::at_least(
-        best,
+    p.check(
+        &v05_blocktile_2d::INFO,
         BufArg {
             name: "a",
             len: a.len(),
             addr: 0,
         },
-        la,
-        &shape,
-    )?;
-    check::at_least(
-        best,
         BufArg {
             name: "b",
             len: b.len(),
             addr: 0,
         },
-        lb,
-        &shape,
-    )?;
-    check::at_least(
-        best,
         BufArg {
             name: "c",
             len: c.len(),
             addr: 0,
         },
-        lc,
-        &shape,
     )?;
-    let q = p.aligned();
+    let q = if p.k == 0 { *p } else { p.aligned() };
     let a_src: &CudaSlice<f32> = if q.lda != p.lda {
         pad_into(gpu, a, p.m, p.k, p.lda, q.lda, &mut scratch.a)?;
         scratch.a.as_ref().expect("padded")
@@ -597,8 +685,13 @@ pub fn run(
     } else {
         b
     };
-    launch(gpu, best, &q, a_src, b_src, c)?;
-    Ok(best)
+    let splits = split_k_slices(&q, sm_count);
+    if splits > 1 {
+        launch_split_k(gpu, &q, a_src, b_src, c, splits, &mut scratch.workspace)?;
+        return Ok("split_k");
+    }
+    launch(gpu, kernel, &q, a_src, b_src, c)?;
+    Ok(kernel.name)
 }
 
 /// FP32 lanes per SM by compute capability (A100's sm_80 has 64; sm_86 and later 128).
@@ -783,13 +876,7 @@ pub fn bench(
             });
         }
         let stats = time(&mut || run(gpu, p, &a, &b, &mut c, &mut scratch).map(|_| ()))?;
-        rows.push(row(
-            format!("dispatch ({})", chosen.name),
-            stats,
-            0,
-            0.0,
-            err,
-        ));
+        rows.push(row(format!("dispatch ({chosen})"), stats, 0, 0.0, err));
         let cublas_tflops = rows[first].tflops;
         for r in &mut rows[first..] {
             r.vs_cublas = r.tflops / cublas_tflops;

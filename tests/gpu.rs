@@ -212,6 +212,16 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
     let mut rng = SmallRng::seed_from_u64(fresh_seed());
     let shapes = [
         GemmProblem::new(1000, 1000, 1000),
+        GemmProblem::new(333, 517, 2049),
+        GemmProblem {
+            beta: 0.5,
+            ..GemmProblem::new(130, 70, 999)
+        },
+        GemmProblem::new(333, 517, 2049),
+        GemmProblem {
+            beta: 0.5,
+            ..GemmProblem::new(130, 70, 999)
+        },
         GemmProblem::new(257, 4093, 129),
         GemmProblem::new(4093, 33, 1023),
         GemmProblem::new(64, 8192, 1),
@@ -247,7 +257,7 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
             e < 4.0 * p.tolerance(),
             "{} via {}: error {e:.2e}",
             p.shape(),
-            chosen.name
+            chosen
         );
     }
     // Bad input: ld shorter than a row, buffers too short, 16-byte variant on odd ld.

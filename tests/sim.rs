@@ -520,3 +520,79 @@ fn tuning_experiments_are_correct_too() {
         }
     }
 }
+
+#[test]
+fn split_k_partials_and_reduction_match_the_reference() {
+    use rustile::gemm::{relative_error, GemmProblem};
+    use rustile_kernels::gemm::v08_warptile::{split_k, INFO, THREADS};
+    let sim = Simulator::default();
+    let p = GemmProblem {
+        alpha: 1.5,
+        beta: -0.5,
+        ldc: 93,
+        ..GemmProblem::new(70, 90, 300)
+    }
+    .aligned();
+    let splits = 3u32;
+    let (la, lb, lc) = p.lens();
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
+    let a: Vec<f32> = rustile::elem::random_vec(la, &mut rng);
+    let b: Vec<f32> = rustile::elem::random_vec(lb, &mut rng);
+    let c0: Vec<f32> = rustile::elem::random_vec(lc, &mut rng);
+    let (da, db, dc) = (
+        sim.alloc::<f32>(la, "a").unwrap(),
+        sim.alloc::<f32>(lb, "b").unwrap(),
+        sim.alloc::<f32>(lc, "c").unwrap(),
+    );
+    sim.write(&da, &a).unwrap();
+    sim.write(&db, &b).unwrap();
+    sim.write(&dc, &c0).unwrap();
+    let ws = sim
+        .alloc::<f32>(splits as usize * p.m * p.n, "workspace")
+        .unwrap();
+    let (gx, gy, _) = p.grid(&INFO);
+    let part = SimLaunch {
+        grid: (gx as u32, gy as u32, splits),
+        block: (THREADS, 1, 1),
+        shared_bytes: INFO.shared_bytes_f32,
+    };
+    let args = [
+        da.addr(),
+        db.addr(),
+        ws.addr(),
+        p.m as u64,
+        p.n as u64,
+        p.k as u64,
+        p.lda as u64,
+        p.ldb as u64,
+        p.n as u64,
+        1.0f32.to_bits() as u64,
+        0.0f32.to_bits() as u64,
+    ];
+    sim.launch("splitk", split_k::SYMBOLS[0].sim, &part, &args)
+        .unwrap();
+    let red = SimLaunch {
+        grid: (
+            (p.n as u32).div_ceil(split_k::reduce::BLOCK_X),
+            p.m as u32,
+            1,
+        ),
+        block: (split_k::reduce::BLOCK_X, 1, 1),
+        shared_bytes: 0,
+    };
+    let args = [
+        ws.addr(),
+        dc.addr(),
+        p.m as u64,
+        p.n as u64,
+        p.ldc as u64,
+        splits as u64,
+        p.alpha.to_bits() as u64,
+        p.beta.to_bits() as u64,
+    ];
+    sim.launch("reduce", split_k::reduce::SYMBOLS[0].sim, &red, &args)
+        .unwrap();
+    let got = sim.read(&dc).unwrap();
+    let e = relative_error(&p, &got, &p.reference(&a, &b, &c0));
+    assert!(e < p.tolerance(), "split-K error {e:.2e}");
+}

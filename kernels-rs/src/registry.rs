@@ -220,7 +220,11 @@ pub const KERNELS: &[&KernelInfo] = &[
 
 /// Kernels that are not variants of a family but helpers the host launches (the SGEMM
 /// dispatcher's padding copy).
-pub const HELPERS: &[&[Entry]] = &[crate::gemm::pad::SYMBOLS];
+pub const HELPERS: &[&[Entry]] = &[
+    crate::gemm::pad::SYMBOLS,
+    crate::gemm::v08_warptile::split_k::SYMBOLS,
+    crate::gemm::v08_warptile::split_k::reduce::SYMBOLS,
+];
 
 /// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of
 /// a family's ladder, validation or dispatcher.

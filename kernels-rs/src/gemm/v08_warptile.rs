@@ -69,6 +69,7 @@ pub(super) unsafe fn sgemm_warp_tile<
     const BK: u32,
     const BN: u32,
     const ASYNC_B: bool,
+    const SPLIT_K: bool,
 >(
     a: *const f32,
     b: *const f32,
@@ -91,6 +92,20 @@ pub(super) unsafe fn sgemm_warp_tile<
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
     let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * BN);
+    // Split-K: block z sums k in [k_begin, k_end) and writes its partial C to slice z of the
+    // workspace `c` (z · m · ldc onwards); a reduction kernel adds the slices.
+    let (k_begin, k, c) = if SPLIT_K {
+        let (z, nz) = (gpu::block_idx_z(), gpu::grid_dim_z());
+        let chunk = k.div_ceil(nz).div_ceil(BK) * BK;
+        let begin = (z * chunk).min(k);
+        (
+            begin,
+            (begin + chunk).min(k),
+            c.add(z as usize * m as usize * ldc as usize),
+        )
+    } else {
+        (0, k, c)
+    };
     let warps_n = BN / WARP_TILE.1;
     let (wrow0, wcol0) = (
         (warp / warps_n) * WARP_TILE.0,
@@ -197,7 +212,7 @@ pub(super) unsafe fn sgemm_warp_tile<
     };
 
     if STAGES == 1 {
-        let mut kt = 0;
+        let mut kt = k_begin;
         while kt < k {
             let st = fetch(kt, 0);
             store(&st, kt, 0);
@@ -210,14 +225,14 @@ pub(super) unsafe fn sgemm_warp_tile<
             kt += BK;
         }
     } else {
-        let st = fetch(0, 0);
-        store(&st, 0, 0);
+        let st = fetch(k_begin, 0);
+        store(&st, k_begin, 0);
         if ASYNC_B {
             gpu::cp_async_wait::<0>();
         }
         gpu::sync_threads();
         let mut stage = 0;
-        let mut kt = 0;
+        let mut kt = k_begin;
         while kt < k {
             let has_next = kt + BK < k;
             let next = if has_next {
@@ -275,12 +290,85 @@ unsafe fn sgemm_warptile(
     alpha: f32,
     beta: f32,
 ) {
-    sgemm_warp_tile::<1, BK, { TILE.1 }, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    sgemm_warp_tile::<1, BK, { TILE.1 }, false, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
     f32 fn sgemm_warptile(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
         => sgemm_warptile_f32
+}
+
+/// Split-K: the warp tile over one K slice per `blockIdx.z`, partial products to a workspace of
+/// `gridDim.z` slices of `m × ldc` (α = 1, β = 0), summed by [`gemm_splitk_reduce`]. For small
+/// `M·N` with enough `K`: 1000³ has 64 tiles of 128×128 for 132 SMs; 3 slices make 192 blocks.
+pub mod split_k {
+    use super::*;
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn sgemm_warptile_splitk(
+        a: *const f32,
+        b: *const f32,
+        ws: *mut f32,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldb: u32,
+        ldw: u32,
+        alpha: f32,
+        beta: f32,
+    ) {
+        sgemm_warp_tile::<1, BK, { TILE.1 }, false, true>(
+            a, b, ws, m, n, k, lda, ldb, ldw, alpha, beta,
+        )
+    }
+    crate::ptx_kernels! {
+        f32 fn sgemm_warptile_splitk(a: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldw: u32, alpha: f32, beta: f32)
+            => sgemm_warptile_splitk_f32
+    }
+
+    /// The reduction: `C[r][col] = α · Σ_z ws[z][r][col] + β · C[r][col]`, one thread per
+    /// element of C (grid `⌈n / 256⌉ × m`... walked with a stride over rows).
+    pub mod reduce {
+        use crate::gemm::epilogue;
+        use crate::gpu::{self, Elem};
+        /// Threads per block.
+        pub const BLOCK_X: u32 = 256;
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        unsafe fn gemm_splitk_reduce(
+            ws: *const f32,
+            c: *mut f32,
+            m: u32,
+            n: u32,
+            ldc: u32,
+            splits: u32,
+            alpha: f32,
+            beta: f32,
+        ) {
+            let col = gpu::block_idx_x() * gpu::block_dim_x() + gpu::thread_idx_x();
+            let mut r = gpu::block_idx_y();
+            while r < m {
+                let mut acc = 0.0f32;
+                let mut z = 0;
+                while z < splits {
+                    if col < n {
+                        acc += f32::ld_global_nc(ws.add(
+                            (z as usize * m as usize + r as usize) * n as usize + col as usize,
+                        ));
+                    }
+                    z += 1;
+                }
+                epilogue(c, ldc, m, n, r, col, acc, alpha, beta);
+                r += gpu::grid_dim_y();
+            }
+        }
+        crate::ptx_kernels! {
+            f32 fn gemm_splitk_reduce(ws: *const f32, c: *mut f32, m: u32, n: u32, ldc: u32, splits: u32, alpha: f32, beta: f32)
+                => gemm_splitk_reduce_f32
+        }
+    }
 }
 
 /// Tuning experiments (not in the ladder; `rustile bench gemm --variants` runs them).
@@ -308,7 +396,9 @@ pub mod experiments {
         alpha: f32,
         beta: f32,
     ) {
-        sgemm_warp_tile::<2, 16, { TILE.1 }, true>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+        sgemm_warp_tile::<2, 16, { TILE.1 }, true, false>(
+            a, b, c, m, n, k, lda, ldb, ldc, alpha, beta,
+        )
     }
     crate::ptx_kernels! {
         f32 fn sgemm_double_buffer_async(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)

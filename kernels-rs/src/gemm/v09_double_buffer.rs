@@ -44,7 +44,7 @@ unsafe fn sgemm_double_buffer(
     alpha: f32,
     beta: f32,
 ) {
-    sgemm_warp_tile::<2, BK, { TILE.1 }, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    sgemm_warp_tile::<2, BK, { TILE.1 }, false, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {

@@ -41,7 +41,7 @@ unsafe fn sgemm_tile_128x64(
     alpha: f32,
     beta: f32,
 ) {
-    sgemm_warp_tile::<1, BK, { TILE.1 }, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    sgemm_warp_tile::<1, BK, { TILE.1 }, false, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
