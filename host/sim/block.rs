@@ -371,8 +371,8 @@ impl SimThread for Thread {
 
     fn cp_async_commit(&self, site: Site) {
         self.step(site);
+        // Every commit makes a group, an empty one too (as `cp.async.commit_group` does).
         let g = self.committed.get();
-        let mut any = false;
         for c in self
             .pending
             .borrow_mut()
@@ -380,10 +380,7 @@ impl SimThread for Thread {
             .filter(|c| c.group.is_none())
         {
             c.group = Some(g);
-            any = true;
         }
-        // An empty group still counts (PTX: commit_group with no copies makes an empty group).
-        let _ = any;
         self.committed.set(g + 1);
     }
 
