@@ -4,7 +4,7 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v10_tile_128x64};
+use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v10_tile_128x64, v11_nt_pipeline};
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::backend::{Backend, Buf};
@@ -106,8 +106,15 @@ impl GemmProblem {
                 self.shape()
             ))
         };
-        if self.lda < self.k {
-            return Err(bad_ld("lda", self.lda, self.k));
+        // The NT pipeline reads Aᵀ: K rows of at least M.
+        let a_transposed = kernel.name == v11_nt_pipeline::INFO.name;
+        let (a_rows, a_cols) = if a_transposed {
+            (self.k, self.m)
+        } else {
+            (self.m, self.k)
+        };
+        if self.lda < a_cols {
+            return Err(bad_ld("lda", self.lda, a_cols));
         }
         if self.ldb < self.n {
             return Err(bad_ld("ldb", self.ldb, self.n));
@@ -134,7 +141,11 @@ impl GemmProblem {
         check::mul(kernel, self.m, self.lda, "A elements")?;
         check::mul(kernel, self.k, self.ldb, "B elements")?;
         check::mul(kernel, self.m, self.ldc, "C elements")?;
-        let (la, lb, lc) = self.lens();
+        let (_, lb, lc) = self.lens();
+        let la = a_rows
+            .saturating_sub(1)
+            .saturating_mul(self.lda)
+            .saturating_add(a_cols);
         let shape = self.shape();
         if self.k > 0 {
             check::at_least(kernel, a, la, &shape)?;
@@ -493,6 +504,7 @@ pub struct Scratch {
     a: Option<CudaSlice<f32>>,
     b: Option<CudaSlice<f32>>,
     workspace: Option<CudaSlice<f32>>,
+    a_t: Option<CudaSlice<f32>>,
 }
 
 fn pad_into(
@@ -688,6 +700,29 @@ pub fn run(
     } else {
         b
     };
+    // Dense A with M a multiple of 4 on a grid that fills the GPU: transpose A with rustile's own
+    // transpose and run the cp.async pipeline (measured faster than the warp tile; see notes).
+    let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
+    if p.k > 0
+        && p.lda == p.k
+        && p.m.is_multiple_of(4)
+        && q.ldb == p.ldb
+        && tiles >= sm_count as usize
+    {
+        let need = p.k * p.m;
+        if scratch.a_t.as_ref().is_none_or(|s| s.len() < need) {
+            scratch.a_t = Some(gpu.alloc::<f32>(need, "Aᵀ for the NT pipeline")?);
+        }
+        let a_t = scratch.a_t.as_mut().expect("allocated above");
+        let tp = crate::transpose::TransposeProblem {
+            rows: p.m,
+            cols: p.k,
+        };
+        crate::transpose::launch(gpu, crate::transpose::best(&tp, 4), &tp, a, a_t)?;
+        let nt = GemmProblem { lda: p.m, ..*p };
+        launch(gpu, &v11_nt_pipeline::INFO, &nt, &*a_t, b, c)?;
+        return Ok(v11_nt_pipeline::INFO.name);
+    }
     let splits = split_k_slices(&q, sm_count);
     if splits > 1 {
         launch_split_k(gpu, &q, a_src, b_src, c, splits, &mut scratch.workspace)?;

@@ -213,11 +213,23 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
     let shapes = [
         GemmProblem::new(1000, 1000, 1000),
         GemmProblem::new(333, 517, 2049),
+        GemmProblem::new(2048, 2052, 300),
+        GemmProblem {
+            alpha: 2.0,
+            beta: -1.0,
+            ..GemmProblem::new(2048, 2052, 77)
+        },
         GemmProblem {
             beta: 0.5,
             ..GemmProblem::new(130, 70, 999)
         },
         GemmProblem::new(333, 517, 2049),
+        GemmProblem::new(2048, 2052, 300),
+        GemmProblem {
+            alpha: 2.0,
+            beta: -1.0,
+            ..GemmProblem::new(2048, 2052, 77)
+        },
         GemmProblem {
             beta: 0.5,
             ..GemmProblem::new(130, 70, 999)

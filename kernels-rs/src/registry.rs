@@ -224,6 +224,7 @@ pub const HELPERS: &[&[Entry]] = &[
     crate::gemm::pad::SYMBOLS,
     crate::gemm::v08_warptile::split_k::SYMBOLS,
     crate::gemm::v08_warptile::split_k::reduce::SYMBOLS,
+    crate::gemm::v11_nt_pipeline::SYMBOLS,
 ];
 
 /// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of

@@ -24,6 +24,7 @@ pub mod v07_conflict_free;
 pub mod v08_warptile;
 pub mod v09_double_buffer;
 pub mod v10_tile_128x64;
+pub mod v11_nt_pipeline;
 
 use crate::gpu::{self, Elem};
 

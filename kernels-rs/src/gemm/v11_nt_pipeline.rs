@@ -1,0 +1,173 @@
+//! Multi-stage `cp.async` pipeline on a pre-transposed A ("NT" layout).
+//!
+//! `v08`–`v09` must pass A through registers to transpose it into `Aᵀ` in shared memory, so a
+//! deeper pipeline costs registers (BK 16 with two stages: 137, one block per SM). Here the
+//! dispatcher first writes `Aᵀ` (K × M) with rustile's own sector-aligned transpose (two memory
+//! passes: ~1 % of a 4096³ product), and then both operands are k-major rows: every 16-byte chunk
+//! of a tile goes global → shared with `cp.async`, no registers, in a `STAGES`-deep ring with
+//! one barrier per k-tile. The compute is `v08`'s: 64×32 warp tiles, 8×8 per lane, conflict-free
+//! 16-byte fragment loads.
+//!
+//! Contract (differs from the ladder's): `a` is **Aᵀ**, K rows of `lda ≥ M` floats, `lda` and
+//! `ldb` multiples of 4, both 16-byte aligned. Not in the registry's ladder (its validation
+//! passes A untransposed); `tests/sim.rs` validates it and the dispatcher launches it.
+//! Shared: 3 stages × 16.6 KiB.
+
+use super::v08_warptile::{PAD, THREADS, TILE, WARP_TILE};
+use super::{at, epilogue, f32_addr, ld4_or_zero};
+use crate::gpu;
+
+/// K step.
+pub const BK: u32 = 16;
+/// Ring depth.
+pub const STAGES: u32 = 3;
+/// Aᵀ tile row pitch, floats.
+pub const PITCH_A: u32 = TILE.0 + PAD;
+/// Shared bytes of the ring.
+pub const SHARED_BYTES: usize = (STAGES * (BK * PITCH_A + BK * TILE.1) * 4) as usize;
+/// Block shape.
+pub const BLOCK: (u32, u32, u32) = (THREADS, 1, 1);
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_nt_pipeline(
+    at_: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let stage_bytes = (BK * PITCH_A + BK * TILE.1) * 4;
+    let t = gpu::thread_idx_x();
+    let (warp, lane) = (t / 32, t % 32);
+    let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * TILE.1);
+    let warps_n = TILE.1 / WARP_TILE.1;
+    let (wrow0, wcol0) = (
+        (warp / warps_n) * WARP_TILE.0,
+        (warp % warps_n) * WARP_TILE.1,
+    );
+    let (lr, lc) = (lane / 4, lane % 4);
+    let lane_row = |i: u32| (i / 4) * (WARP_TILE.0 / 2) + lr * 4 + i % 4;
+    let lane_col = |j: u32| (j / 4) * (WARP_TILE.1 / 2) + lc * 4 + j % 4;
+    let base = gpu::dynamic_shared_base();
+    let a_s = |s: u32| base + s * stage_bytes; // (BK, BM + PAD)
+    let b_s = |s: u32| base + s * stage_bytes + BK * PITCH_A * 4; // (BK, BN)
+    let tiles = k.div_ceil(BK);
+    // Chunks per operand per k-tile: BK · 128 / 4 = 512, two per thread.
+    const CHUNKS: u32 = BK * TILE.0 / 4 / THREADS;
+
+    // Starts copying k-tile `tile` into stage `s`: cp.async where the 16 bytes are in range,
+    // synchronous zero-padded stores at the edges.
+    let issue = |tile: u32, s: u32| {
+        if tile < tiles {
+            let kt = tile * BK;
+            let mut l = 0;
+            while l < CHUNKS {
+                let idx = t + l * THREADS;
+                let (kk, x) = (idx / (TILE.0 / 4), (idx % (TILE.0 / 4)) * 4);
+                let (row, ca, cb) = (kt + kk, row0 + x, col0 + x);
+                let dst_a = f32_addr(a_s(s), kk * PITCH_A + x);
+                if row < k && ca + 3 < m {
+                    gpu::cp_async_16(dst_a, at(at_, lda, row, ca) as *const gpu::Vec16);
+                } else {
+                    gpu::st_shared_f32x4(dst_a, ld4_or_zero(at_, lda, k, m, row, ca));
+                }
+                let dst_b = f32_addr(b_s(s), kk * TILE.1 + x);
+                if row < k && cb + 3 < n {
+                    gpu::cp_async_16(dst_b, at(b, ldb, row, cb) as *const gpu::Vec16);
+                } else {
+                    gpu::st_shared_f32x4(dst_b, ld4_or_zero(b, ldb, k, n, row, cb));
+                }
+                l += 1;
+            }
+        }
+        // Always commit, so that group counting stays one group per k-tile.
+        gpu::cp_async_commit();
+    };
+
+    let mut acc = [[0.0f32; 8]; 8];
+    let mut s = 0;
+    while s < STAGES - 1 {
+        issue(s, s);
+        s += 1;
+    }
+    let mut tile = 0;
+    while tile < tiles {
+        gpu::cp_async_wait::<{ STAGES - 2 }>(); // this thread's copies of `tile` have landed
+        gpu::sync_threads(); // everyone's have; and everyone finished reading tile − 1's stage
+        issue(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
+        let st = tile % STAGES;
+        let mut d = 0;
+        while d < BK {
+            let m_lo = gpu::ld_shared_f32x4(f32_addr(a_s(st), d * PITCH_A + wrow0 + lane_row(0)));
+            let m_hi = gpu::ld_shared_f32x4(f32_addr(a_s(st), d * PITCH_A + wrow0 + lane_row(4)));
+            let n_lo = gpu::ld_shared_f32x4(f32_addr(b_s(st), d * TILE.1 + wcol0 + lane_col(0)));
+            let n_hi = gpu::ld_shared_f32x4(f32_addr(b_s(st), d * TILE.1 + wcol0 + lane_col(4)));
+            let reg_m = [
+                m_lo[0], m_lo[1], m_lo[2], m_lo[3], m_hi[0], m_hi[1], m_hi[2], m_hi[3],
+            ];
+            let reg_n = [
+                n_lo[0], n_lo[1], n_lo[2], n_lo[3], n_hi[0], n_hi[1], n_hi[2], n_hi[3],
+            ];
+            let mut i = 0;
+            while i < 8 {
+                let mut j = 0;
+                while j < 8 {
+                    acc[i][j] = gpu::fma(reg_m[i], reg_n[j], acc[i][j]);
+                    j += 1;
+                }
+                i += 1;
+            }
+            d += 1;
+        }
+        tile += 1;
+    }
+    gpu::cp_async_wait::<0>();
+
+    let mut i = 0;
+    while i < 8 {
+        let r = row0 + wrow0 + lane_row(i as u32);
+        let mut j = 0;
+        while j < 8 {
+            epilogue(
+                c,
+                ldc,
+                m,
+                n,
+                r,
+                col0 + wcol0 + lane_col(j as u32),
+                acc[i][j],
+                alpha,
+                beta,
+            );
+            j += 1;
+        }
+        i += 1;
+    }
+}
+
+crate::ptx_kernels! {
+    f32 fn sgemm_nt_pipeline(at_: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
+        => sgemm_nt_pipeline_f32
+}
+
+/// Launch description (not part of the registry's ladder: its `a` is Aᵀ).
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Gemm,
+    name: "nt_pipeline",
+    block: BLOCK,
+    launch: crate::registry::Launch::Tiles {
+        tile: TILE,
+        halo_rows: 0,
+    },
+    shared_bytes_f32: SHARED_BYTES,
+    shared_bytes_f16: 0,
+    symbols: SYMBOLS,
+    about: "3-stage cp.async ring on a pre-transposed A, v08's warp tile",
+};
