@@ -10,6 +10,8 @@
 //! Every kernel has the signature `(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)` and a grid of
 //! `⌈N/BN⌉ × ⌈M/BM⌉` blocks, one `BM × BN` tile of C each. Out-of-range rows, columns and `k` are
 //! masked (loads read 0). With `β = 0`, C is not read (BLAS semantics: NaN in C does not leak).
+//! `v11_nt_pipeline` is the exception: it reads a pre-transposed A (the host dispatcher writes
+//! it) so that both operands can be copied with `cp.async`.
 //! Variants from `v06` on load A and B in 16-byte vectors and need `lda`, `ldb` multiples of 4
 //! and 16-byte-aligned A and B (the launcher checks; the dispatcher pads otherwise).
 
