@@ -562,8 +562,11 @@ pub fn split_k_slices(p: &GemmProblem, sm_count: u32) -> u32 {
 }
 
 /// Launches the split-K warp tile (`splits` slices of K into `ws`) and the reduction into C.
+#[allow(clippy::too_many_arguments)]
 fn launch_split_k(
     gpu: &Gpu,
+    kernel: &KernelInfo,
+    symbol: &str,
     p: &GemmProblem,
     a: &CudaSlice<f32>,
     b: &CudaSlice<f32>,
@@ -571,13 +574,12 @@ fn launch_split_k(
     splits: u32,
     ws: &mut Option<CudaSlice<f32>>,
 ) -> Result<()> {
-    use rustile_kernels::gemm::v08_warptile::{split_k, THREADS};
+    use rustile_kernels::gemm::v08_warptile::split_k;
     let need = splits as usize * p.m * p.n;
     if ws.as_ref().is_none_or(|w| w.len() < need) {
         *ws = Some(gpu.alloc::<f32>(need, "split-K workspace")?);
     }
     let w = ws.as_mut().expect("allocated above");
-    let kernel = &v08_warptile::INFO;
     // The partial products: C' = A·B over each K slice, into w (ldw = n).
     let part = GemmProblem {
         ldc: p.n,
@@ -603,13 +605,21 @@ fn launch_split_k(
             addr: 0,
         },
     )?;
-    let f = gpu.function(split_k::SYMBOLS[0].symbol)?;
-    let (gx, gy, _) = part.grid(kernel);
-    let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (gx as u32, gy as u32, splits),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: kernel.shared_bytes_f32 as u32,
+    let (f, mut cfg) = check::prepare(gpu, kernel, DType::F32, part.grid(kernel))?;
+    let f = if symbol == kernel.symbol(DType::F32).unwrap_or_default() {
+        f
+    } else {
+        gpu.function(symbol)?
     };
+    if kernel.shared_bytes_f32 > gpu.info().shared_per_block {
+        use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
+        f.set_attribute(MAX_DYN, kernel.shared_bytes_f32 as i32)
+            .map_err(|source| Error::Driver {
+                during: format!("raising {symbol}'s shared memory"),
+                source,
+            })?;
+    }
+    cfg.grid_dim.2 = splits;
     let (m, n, k, lda, ldb, ldw, one, zero) = part.scalars();
     let mut args = gpu.stream().launch_builder(&f);
     args.arg(a)
@@ -626,7 +636,7 @@ fn launch_split_k(
     // SAFETY: the warp tile's signature with C = the workspace; `check` proved A and B spans
     // and the alignment the 16-byte loads need; the workspace holds splits · m · n elements and
     // slice z is written at z · m · n; the grid's z is `splits`.
-    unsafe { args.launch(cfg) }.during(|| "launching sgemm_warptile_splitk_f32".into())?;
+    unsafe { args.launch(cfg) }.during(|| format!("launching {symbol}"))?;
     let r = gpu.function(split_k::reduce::SYMBOLS[0].symbol)?;
     let cfg = cudarc::driver::LaunchConfig {
         grid_dim: (
@@ -726,7 +736,18 @@ pub fn run(
     }
     let splits = split_k_slices(&q, sm_count);
     if splits > 1 {
-        launch_split_k(gpu, &q, a_src, b_src, c, splits, &mut scratch.workspace)?;
+        let symbol = v08_warptile::split_k::SYMBOLS[0].symbol;
+        launch_split_k(
+            gpu,
+            &v08_warptile::INFO,
+            symbol,
+            &q,
+            a_src,
+            b_src,
+            c,
+            splits,
+            &mut scratch.workspace,
+        )?;
         return Ok("split_k");
     }
     launch(gpu, kernel, &q, a_src, b_src, c)?;

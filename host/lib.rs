@@ -16,6 +16,7 @@ pub mod backend;
 pub mod bench;
 pub mod check;
 pub mod copy;
+pub mod crossover;
 pub mod elem;
 pub mod error;
 pub mod gemm;

@@ -29,7 +29,7 @@ use rustile::{ptxas, suite, Backend, DType, Error, Family, Gpu, Result, KERNELS}
 const USAGE: &str =
     "usage: rustile [run | info | validate | ptx-report | bench FAMILY [--sizes LIST] \
 [--dtype f32|f16|all] [--l2 rotate|flush|both] [--reps N] [--warmup N] [--out DIR]]
-  FAMILY: copy | strided | transpose | gemm | all
+  FAMILY: copy | strided | transpose | gemm | all, or `crossover` (CPU gemm crate vs GPU)
   --sizes: copy `N,N` (elements); strided `N` (outputs, every stride 1..32); transpose `RxC,RxC`;
            gemm `N` or `MxNxK`";
 
@@ -312,6 +312,9 @@ fn bench_cmd(args: &[String]) -> Result<()> {
     let family_arg = args
         .first()
         .ok_or_else(|| Error::Usage(format!("bench needs a family\n{USAGE}")))?;
+    if family_arg == "crossover" {
+        return crossover_cmd(&args[1..]);
+    }
     let families: Vec<Family> = match family_arg.as_str() {
         "all" => Family::ALL.to_vec(),
         name => vec![Family::ALL
@@ -391,6 +394,49 @@ fn bench_cmd(args: &[String]) -> Result<()> {
         all.extend(rows);
     }
     println!("results: {}/<family>.json and .csv", out.display());
+    Ok(())
+}
+
+/// The CPU–GPU crossover study.
+fn crossover_cmd(args: &[String]) -> Result<()> {
+    let mut sizes = "32,64,128,256,512,1024,2048,4096".to_string();
+    let mut out = PathBuf::from("target/rustile-bench");
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "--sizes" => sizes = value()?,
+            "--out" => out = PathBuf::from(value()?),
+            other => return Err(Error::Usage(format!("unknown option `{other}`\n{USAGE}"))),
+        }
+    }
+    let sizes: Vec<usize> = sizes
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .map_err(|_| Error::Usage(format!("bad size `{s}`")))
+        })
+        .collect::<Result<_>>()?;
+    let gpu = Gpu::new(0)?;
+    print_info(&gpu);
+    let rows = rustile::crossover::run(&gpu, &sizes, seed(), status)?;
+    status("");
+    println!("\n{}", rustile::crossover::markdown(&rows));
+    std::fs::create_dir_all(&out).map_err(|source| Error::Io {
+        path: out.display().to_string(),
+        source,
+    })?;
+    let path = out.join("crossover.json");
+    let json = serde_json::to_string_pretty(&rows).map_err(|e| Error::Usage(e.to_string()))?;
+    std::fs::write(&path, json).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     Ok(())
 }
 

@@ -295,3 +295,17 @@ fn timing_statistics_and_rotation() {
     assert_eq!(rotation_sets(l2, 64 << 20), 3);
     assert_eq!(rotation_sets(l2, 1 << 20), 180);
 }
+
+#[test]
+fn cpu_baseline_of_the_crossover_study_is_correct() {
+    use rustile::gemm::{relative_error, GemmProblem};
+    let mut rng = SmallRng::seed_from_u64(seed());
+    let n = 37;
+    let p = GemmProblem::new(n, n, n);
+    let a: Vec<f32> = random_vec(n * n, &mut rng);
+    let b: Vec<f32> = random_vec(n * n, &mut rng);
+    let mut c = vec![f32::NAN; n * n];
+    rustile::crossover::cpu_sgemm(n, &a, &b, &mut c);
+    let e = relative_error(&p, &c, &p.reference(&a, &b, &c));
+    assert!(e < p.tolerance(), "error {e:.2e}");
+}

@@ -630,3 +630,75 @@ fn nt_pipeline_on_a_transposed_a_matches_the_reference() {
         assert!(e < p.tolerance(), "{m}x{n}x{k}: error {e:.2e}");
     }
 }
+
+#[test]
+fn nt_split_k_matches_the_reference() {
+    use rustile::gemm::{relative_error, GemmProblem};
+    use rustile_kernels::gemm::v08_warptile::split_k::reduce;
+    use rustile_kernels::gemm::v11_nt_pipeline::{split_k, INFO};
+    let sim = Simulator::default();
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
+    let p = GemmProblem {
+        alpha: -1.0,
+        beta: 0.25,
+        ..GemmProblem::new(68, 90, 333)
+    }
+    .aligned();
+    let (m, n, k, splits) = (p.m, p.n, p.k, 4u32);
+    let (la, lb, lc) = p.lens();
+    let a: Vec<f32> = rustile::elem::random_vec(la, &mut rng);
+    let b: Vec<f32> = rustile::elem::random_vec(lb, &mut rng);
+    let c0: Vec<f32> = rustile::elem::random_vec(lc, &mut rng);
+    let a_t: Vec<f32> = (0..k * m).map(|i| a[(i % m) * p.lda + i / m]).collect();
+    let (da, db, dc) = (
+        sim.alloc::<f32>(k * m, "Aᵀ").unwrap(),
+        sim.alloc::<f32>(lb, "b").unwrap(),
+        sim.alloc::<f32>(lc, "c").unwrap(),
+    );
+    sim.write(&da, &a_t).unwrap();
+    sim.write(&db, &b).unwrap();
+    sim.write(&dc, &c0).unwrap();
+    let ws = sim
+        .alloc::<f32>(splits as usize * m * n, "workspace")
+        .unwrap();
+    let (gx, gy, _) = p.grid(&INFO);
+    let part = SimLaunch {
+        grid: (gx as u32, gy as u32, splits),
+        block: INFO.block,
+        shared_bytes: INFO.shared_bytes_f32,
+    };
+    let args = [
+        da.addr(),
+        db.addr(),
+        ws.addr(),
+        m as u64,
+        n as u64,
+        k as u64,
+        m as u64,
+        p.ldb as u64,
+        n as u64,
+        1.0f32.to_bits() as u64,
+        0.0f32.to_bits() as u64,
+    ];
+    sim.launch("nt_splitk", split_k::SYMBOLS[0].sim, &part, &args)
+        .unwrap();
+    let red = SimLaunch {
+        grid: ((n as u32).div_ceil(reduce::BLOCK_X), m as u32, 1),
+        block: (reduce::BLOCK_X, 1, 1),
+        shared_bytes: 0,
+    };
+    let args = [
+        ws.addr(),
+        dc.addr(),
+        m as u64,
+        n as u64,
+        p.ldc as u64,
+        splits as u64,
+        p.alpha.to_bits() as u64,
+        p.beta.to_bits() as u64,
+    ];
+    sim.launch("reduce", reduce::SYMBOLS[0].sim, &red, &args)
+        .unwrap();
+    let e = relative_error(&p, &sim.read(&dc).unwrap(), &p.reference(&a, &b, &c0));
+    assert!(e < p.tolerance(), "NT split-K error {e:.2e}");
+}

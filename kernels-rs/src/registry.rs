@@ -225,6 +225,7 @@ pub const HELPERS: &[&[Entry]] = &[
     crate::gemm::v08_warptile::split_k::SYMBOLS,
     crate::gemm::v08_warptile::split_k::reduce::SYMBOLS,
     crate::gemm::v11_nt_pipeline::SYMBOLS,
+    crate::gemm::v11_nt_pipeline::split_k::SYMBOLS,
 ];
 
 /// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of

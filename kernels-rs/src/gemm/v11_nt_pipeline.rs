@@ -43,6 +43,38 @@ unsafe fn sgemm_nt_pipeline(
     alpha: f32,
     beta: f32,
 ) {
+    nt_pipeline::<false>(at_, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+}
+
+/// The body. `SPLIT_K`: block z sums its slice of K and writes a partial product to slice z of
+/// the workspace `c` (`z · m · ldc` onwards); `split_k::reduce` adds the slices.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn nt_pipeline<const SPLIT_K: bool>(
+    at_: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let (k_begin, k, c) = if SPLIT_K {
+        let (z, nz) = (gpu::block_idx_z(), gpu::grid_dim_z());
+        let chunk = k.div_ceil(nz).div_ceil(BK) * BK;
+        let begin = (z * chunk).min(k);
+        (
+            begin,
+            (begin + chunk).min(k),
+            c.add(z as usize * m as usize * ldc as usize),
+        )
+    } else {
+        (0, k, c)
+    };
     let stage_bytes = (BK * PITCH_A + BK * TILE.1) * 4;
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
@@ -58,7 +90,7 @@ unsafe fn sgemm_nt_pipeline(
     let base = gpu::dynamic_shared_base();
     let a_s = |s: u32| base + s * stage_bytes; // (BK, BM + PAD)
     let b_s = |s: u32| base + s * stage_bytes + BK * PITCH_A * 4; // (BK, BN)
-    let tiles = k.div_ceil(BK);
+    let tiles = (k - k_begin).div_ceil(BK);
     // Chunks per operand per k-tile: BK · 128 / 4 = 512, two per thread.
     const CHUNKS: u32 = BK * TILE.0 / 4 / THREADS;
 
@@ -66,7 +98,7 @@ unsafe fn sgemm_nt_pipeline(
     // synchronous zero-padded stores at the edges.
     let issue = |tile: u32, s: u32| {
         if tile < tiles {
-            let kt = tile * BK;
+            let kt = k_begin + tile * BK;
             let mut l = 0;
             while l < CHUNKS {
                 let idx = t + l * THREADS;
@@ -149,6 +181,31 @@ unsafe fn sgemm_nt_pipeline(
             j += 1;
         }
         i += 1;
+    }
+}
+
+/// Split-K entry (see [`nt_pipeline`]).
+pub mod split_k {
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn sgemm_nt_pipeline_splitk(
+        at_: *const f32,
+        b: *const f32,
+        ws: *mut f32,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldb: u32,
+        ldw: u32,
+        alpha: f32,
+        beta: f32,
+    ) {
+        super::nt_pipeline::<true>(at_, b, ws, m, n, k, lda, ldb, ldw, alpha, beta)
+    }
+    crate::ptx_kernels! {
+        f32 fn sgemm_nt_pipeline_splitk(at_: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldw: u32, alpha: f32, beta: f32)
+            => sgemm_nt_pipeline_splitk_f32
     }
 }
 
