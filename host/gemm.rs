@@ -714,12 +714,44 @@ pub fn run(
     // Dense A with M a multiple of 4 on a grid that fills the GPU: transpose A with rustile's own
     // transpose and run the cp.async pipeline (measured faster than the warp tile; see notes).
     let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
-    if p.k > 0
-        && p.lda == p.k
-        && p.m.is_multiple_of(4)
-        && q.ldb == p.ldb
-        && tiles >= sm_count as usize
-    {
+    let nt_eligible = p.k > 0 && p.lda == p.k && p.m.is_multiple_of(4) && q.ldb == p.ldb;
+    // Small grids: the NT pipeline split over K into enough slices for two 128×128 blocks per
+    // SM (each slice keeping ≥ 128 of K), then the reduction.
+    let nt_splits = if tiles < sm_count as usize {
+        (2 * sm_count as usize)
+            .div_ceil(tiles.max(1))
+            .min(p.k / 128)
+            .clamp(1, 8) as u32
+    } else {
+        1
+    };
+    if nt_eligible && nt_splits > 1 {
+        let need = p.k * p.m;
+        if scratch.a_t.as_ref().is_none_or(|s| s.len() < need) {
+            scratch.a_t = Some(gpu.alloc::<f32>(need, "Aᵀ for the NT pipeline")?);
+        }
+        let a_t = scratch.a_t.as_mut().expect("allocated above");
+        let tp = crate::transpose::TransposeProblem {
+            rows: p.m,
+            cols: p.k,
+        };
+        crate::transpose::launch(gpu, crate::transpose::best(&tp, 4), &tp, a, a_t)?;
+        let nt = GemmProblem { lda: p.m, ..*p };
+        let symbol = v11_nt_pipeline::split_k::SYMBOLS[0].symbol;
+        launch_split_k(
+            gpu,
+            &v11_nt_pipeline::INFO,
+            symbol,
+            &nt,
+            &*a_t,
+            b,
+            c,
+            nt_splits,
+            &mut scratch.workspace,
+        )?;
+        return Ok("nt_split_k");
+    }
+    if nt_eligible && tiles >= sm_count as usize {
         let need = p.k * p.m;
         if scratch.a_t.as_ref().is_none_or(|s| s.len() < need) {
             scratch.a_t = Some(gpu.alloc::<f32>(need, "Aᵀ for the NT pipeline")?);
