@@ -715,9 +715,13 @@ pub fn run(
     // transpose and run the cp.async pipeline (measured faster than the warp tile; see notes).
     let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
     let nt_eligible = p.k > 0 && p.lda == p.k && p.m.is_multiple_of(4) && q.ldb == p.ldb;
-    // Small grids: the NT pipeline split over K into enough slices for two 128×128 blocks per
-    // SM (each slice keeping ≥ 128 of K), then the reduction.
-    let nt_splits = if tiles < sm_count as usize {
+    // Grids too small even for the 128×64 tile: the NT pipeline split over K into enough slices
+    // for two 128×128 blocks per SM (each slice keeping ≥ 128 of K), then the reduction.
+    // Measured on the H200 (bench-results/2026-11-30-h200-small-and-crossover): 512³ 0.505×
+    // cuBLAS (warp-tile split-K 0.496×, 128×64 tile 0.289×); at 1000³ the 128×64 tile is better
+    // (0.556× against 0.542×), so there the split is not used.
+    let narrow_tiles = p.m.div_ceil(128) * p.n.div_ceil(64);
+    let nt_splits = if tiles < sm_count as usize && 4 * narrow_tiles < 3 * sm_count as usize {
         (2 * sm_count as usize)
             .div_ceil(tiles.max(1))
             .min(p.k / 128)
