@@ -517,11 +517,7 @@ fn pad_into(
     slot: &mut Option<CudaSlice<f32>>,
 ) -> Result<()> {
     use rustile_kernels::gemm::pad;
-    let need = rows * ld_dst;
-    if slot.as_ref().is_none_or(|s| s.len() < need) {
-        *slot = Some(gpu.alloc::<f32>(need.max(1), "padded SGEMM operand")?);
-    }
-    let dst = slot.as_mut().expect("allocated above");
+    let dst = reserve(gpu, slot, (rows * ld_dst).max(1), "padded SGEMM operand")?;
     let f = gpu.function(pad::SYMBOLS[0].symbol)?;
     let cfg = cudarc::driver::LaunchConfig {
         grid_dim: (
@@ -575,11 +571,7 @@ fn launch_split_k(
     ws: &mut Option<CudaSlice<f32>>,
 ) -> Result<()> {
     use rustile_kernels::gemm::v08_warptile::split_k;
-    let need = splits as usize * p.m * p.n;
-    if ws.as_ref().is_none_or(|w| w.len() < need) {
-        *ws = Some(gpu.alloc::<f32>(need, "split-K workspace")?);
-    }
-    let w = ws.as_mut().expect("allocated above");
+    let w = reserve(gpu, ws, splits as usize * p.m * p.n, "split-K workspace")?;
     // The partial products: C' = A·B over each K slice, into w (ldw = n).
     let part = GemmProblem {
         ldc: p.n,
@@ -730,16 +722,7 @@ pub fn run(
         1
     };
     if nt_eligible && nt_splits > 1 {
-        let need = p.k * p.m;
-        if scratch.a_t.as_ref().is_none_or(|s| s.len() < need) {
-            scratch.a_t = Some(gpu.alloc::<f32>(need, "Aᵀ for the NT pipeline")?);
-        }
-        let a_t = scratch.a_t.as_mut().expect("allocated above");
-        let tp = crate::transpose::TransposeProblem {
-            rows: p.m,
-            cols: p.k,
-        };
-        crate::transpose::launch(gpu, crate::transpose::best(&tp, 4), &tp, a, a_t)?;
+        let a_t = transpose_a(gpu, p, a, &mut scratch.a_t)?;
         let nt = GemmProblem { lda: p.m, ..*p };
         let symbol = v11_nt_pipeline::split_k::SYMBOLS[0].symbol;
         launch_split_k(
@@ -747,7 +730,7 @@ pub fn run(
             &v11_nt_pipeline::INFO,
             symbol,
             &nt,
-            &*a_t,
+            a_t,
             b,
             c,
             nt_splits,
@@ -756,18 +739,9 @@ pub fn run(
         return Ok("nt_split_k");
     }
     if nt_eligible && tiles >= sm_count as usize {
-        let need = p.k * p.m;
-        if scratch.a_t.as_ref().is_none_or(|s| s.len() < need) {
-            scratch.a_t = Some(gpu.alloc::<f32>(need, "Aᵀ for the NT pipeline")?);
-        }
-        let a_t = scratch.a_t.as_mut().expect("allocated above");
-        let tp = crate::transpose::TransposeProblem {
-            rows: p.m,
-            cols: p.k,
-        };
-        crate::transpose::launch(gpu, crate::transpose::best(&tp, 4), &tp, a, a_t)?;
+        let a_t = transpose_a(gpu, p, a, &mut scratch.a_t)?;
         let nt = GemmProblem { lda: p.m, ..*p };
-        launch(gpu, &v11_nt_pipeline::INFO, &nt, &*a_t, b, c)?;
+        launch(gpu, &v11_nt_pipeline::INFO, &nt, a_t, b, c)?;
         return Ok(v11_nt_pipeline::INFO.name);
     }
     let splits = split_k_slices(&q, sm_count);
@@ -788,6 +762,35 @@ pub fn run(
     }
     launch(gpu, kernel, &q, a_src, b_src, c)?;
     Ok(kernel.name)
+}
+
+/// The scratch buffer in `slot`, (re)allocated to hold at least `need` elements.
+fn reserve<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Option<CudaSlice<f32>>,
+    need: usize,
+    what: &str,
+) -> Result<&'a mut CudaSlice<f32>> {
+    if slot.as_ref().is_none_or(|s| s.len() < need) {
+        *slot = Some(gpu.alloc::<f32>(need, what)?);
+    }
+    Ok(slot.as_mut().expect("allocated above"))
+}
+
+/// Writes Aᵀ (K × M, dense) into `slot` with rustile's transpose, for the NT pipeline.
+fn transpose_a<'a>(
+    gpu: &Gpu,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    slot: &'a mut Option<CudaSlice<f32>>,
+) -> Result<&'a CudaSlice<f32>> {
+    let a_t = reserve(gpu, slot, p.k * p.m, "Aᵀ for the NT pipeline")?;
+    let tp = crate::transpose::TransposeProblem {
+        rows: p.m,
+        cols: p.k,
+    };
+    crate::transpose::launch(gpu, crate::transpose::best(&tp, 4), &tp, a, a_t)?;
+    Ok(a_t)
 }
 
 /// FP32 lanes per SM by compute capability (A100's sm_80 has 64; sm_86 and later 128).
