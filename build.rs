@@ -111,6 +111,7 @@ fn build_flavour(
     let target_dir = nvptx_dir.join(flavour.name);
     let mut flags = vec![format!("-Ctarget-cpu={}", flavour.target_cpu)];
     flags.extend(KERNEL_RUSTFLAGS.iter().map(|s| s.to_string()));
+    flags.extend(flavour.extra_flags.iter().map(|s| s.to_string()));
     let mut cmd = Command::new(cargo);
     // Keep the outer build's settings (clippy's wrapper, host RUSTFLAGS, jobserver, profile
     // variables) out of the nested nvptx build.

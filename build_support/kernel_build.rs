@@ -10,6 +10,9 @@ pub struct FlavourSpec {
     pub name: &'static str,
     /// rustc `target-cpu`.
     pub target_cpu: &'static str,
+    /// Extra rustc flags: sm_90a sets `--cfg rustile_sm90a`, which gates the Hopper-only kernels
+    /// (rustc has no `target_feature` cfg for nvptx architectures).
+    pub extra_flags: &'static [&'static str],
 }
 
 /// Every flavour: sm_80 PTX (PTX 7.0, runs on Ampere and later through the driver's JIT) and
@@ -19,10 +22,12 @@ pub const FLAVOURS: [FlavourSpec; 2] = [
     FlavourSpec {
         name: "sm_80",
         target_cpu: "sm_80",
+        extra_flags: &[],
     },
     FlavourSpec {
         name: "sm_90a",
         target_cpu: "sm_90a",
+        extra_flags: &["--cfg", "rustile_sm90a"],
     },
 ];
 
@@ -73,7 +78,10 @@ pub fn kernel_source_hash(kernels_dir: &Path, toolchain_file: &Path) -> String {
         h.update(std::fs::read(kernels_dir.join(&rel)).unwrap_or_default());
         h.update([0]);
     }
-    for flag in KERNEL_RUSTFLAGS {
+    for flag in KERNEL_RUSTFLAGS
+        .iter()
+        .chain(FLAVOURS.iter().flat_map(|f| f.extra_flags.iter()))
+    {
         h.update(flag.as_bytes());
         h.update([0]);
     }
@@ -87,9 +95,13 @@ pub fn kernel_source_hash(kernels_dir: &Path, toolchain_file: &Path) -> String {
 
 /// Launch bounds, CUDA's `__launch_bounds__(threads, min_blocks)`: rustc has no attribute for
 /// them, so the build adds `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` to these entries
-/// of the generated PTX, and ptxas caps registers at 65536 / (threads · min_blocks).
+/// of the generated PTX, and ptxas caps registers at 65536 / (threads · min_blocks). A name
+/// ending in `*` matches every entry it prefixes.
 #[allow(dead_code)]
-pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("sgemm_double_buffer_f32", 256, 2)];
+pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
+    ("sgemm_double_buffer_f32", 256, 2),
+    ("hgemm_wgmma_ws_*", 384, 1),
+];
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives after each named entry's parameter list.
 #[allow(dead_code)]
@@ -103,7 +115,10 @@ pub fn apply_launch_bounds(ptx: &str) -> String {
             let name = rest.split('(').next().unwrap_or_default();
             pending = LAUNCH_BOUNDS
                 .iter()
-                .find(|(n, _, _)| *n == name)
+                .find(|(n, _, _)| match n.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => *n == name,
+                })
                 .map(|(_, t, b)| (*t, *b));
         }
         if let Some((threads, blocks)) = pending {

@@ -28,6 +28,15 @@ pub enum Error {
         /// Minor version.
         minor: i32,
     },
+    /// The kernel cannot run on this device or with these operands (e.g. an sm_90a kernel on
+    /// another architecture, or TMA with unaligned pitches).
+    #[error("{kernel}: unsupported here: {what}")]
+    Unsupported {
+        /// Kernel (family/variant).
+        kernel: String,
+        /// Why.
+        what: String,
+    },
     /// The loaded PTX has no entry point of that name.
     #[error("kernel `{symbol}` is missing from the loaded PTX (flavour {flavour})")]
     MissingKernel {

@@ -22,6 +22,8 @@ pub mod error;
 pub mod gemm;
 pub mod gpu;
 pub mod harness;
+pub mod hgemm;
+pub mod hgemm_cli;
 
 pub mod problem;
 pub mod ptx;

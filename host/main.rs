@@ -12,6 +12,8 @@
 //! rustile bench FAMILY    sweep a family (copy | strided | transpose | all) on the GPU
 //!     [--sizes LIST] [--dtype f32|f16|all] [--l2 rotate|flush|both]
 //!     [--reps N] [--warmup N] [--out DIR]
+//! rustile hgemm validate|bench   tensor-core GEMM (f16/bf16): validation cases, or the
+//!                         benchmark against cuBLAS (`rustile hgemm` for the flags)
 //! rustile ptx-report      assemble every PTX flavour with ptxas; registers, smem, spills
 //! ```
 
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Some("validate") => Backend::gpu_or_simulator().and_then(|(b, _)| validate(&b)),
         Some("analyze") => analyze(&args[1..]),
         Some("bench") => bench_cmd(&args[1..]),
+        Some("hgemm") => rustile::hgemm_cli::main(&args[1..], seed()),
         Some("ptx-report") => ptx_report(true),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

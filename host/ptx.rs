@@ -22,14 +22,10 @@ impl Flavour {
     }
 
     /// The PTX text.
-    pub const fn text(self) -> &'static str {
+    pub fn text(self) -> &'static str {
         match self {
-            Flavour::Sm80 => {
-                include_str!(concat!(env!("OUT_DIR"), "/rustile_kernels.sm_80.ptx"))
-            }
-            Flavour::Sm90a => {
-                include_str!(concat!(env!("OUT_DIR"), "/rustile_kernels.sm_90a.ptx"))
-            }
+            Flavour::Sm80 => PTX_SM80,
+            Flavour::Sm90a => PTX_SM90A,
         }
     }
 
@@ -43,6 +39,11 @@ impl Flavour {
         }
     }
 }
+
+// `static`, not `const`: one copy in the binary however many call sites read it (a `const`
+// string is duplicated into every codegen unit that uses it; the PTX is megabytes).
+static PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/rustile_kernels.sm_80.ptx"));
+static PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/rustile_kernels.sm_90a.ptx"));
 
 /// Where the embedded PTX came from: `"built"` (this build compiled kernels-rs) or
 /// `"committed"` (the nvptx toolchain was missing and `ptx/` was used).

@@ -20,6 +20,7 @@
 pub mod copy;
 pub mod gemm;
 pub mod gpu;
+pub mod hgemm;
 pub mod registry;
 pub mod selftest;
 pub mod strided;

@@ -17,8 +17,13 @@
 
 use core::marker::PhantomData;
 
+#[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
+pub mod hopper;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
+#[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
+#[allow(clippy::too_many_arguments)]
+pub mod wgmma;
 
 /// Special registers a kernel can read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

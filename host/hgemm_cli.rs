@@ -1,0 +1,274 @@
+//! `rustile hgemm validate | bench`: the tensor-core GEMM's validation cases and benchmark.
+
+use cudarc::cublas::CudaBlas;
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::harness::{L2Mode, TimingConfig};
+use crate::hgemm::{self, BLayout, InType, OutType, Problem, Variant};
+use crate::ptx::Flavour;
+
+/// Usage of the subcommand.
+pub const USAGE: &str = "rustile hgemm validate [--quick]
+rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
+                    [--out same|f32] [--reps N] [--warmup N]
+  sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)";
+
+/// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
+pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
+    let mut v = Vec::new();
+    let shapes: &[(usize, usize, usize)] = &[
+        (1, 1, 1),
+        (17, 33, 65),
+        (127, 129, 95),
+        (200, 300, 64),
+        (256, 256, 256),
+        (64, 520, 1),
+        (300, 200, 0),
+        (129, 257, 136),
+        // M, N, K off every tile but pitches that TMA can describe: the wgmma path's tails.
+        (129, 136, 200),
+        (333, 264, 72),
+        (1, 8, 8),
+        (300, 520, 1000),
+    ];
+    for ty in [InType::F16, InType::Bf16] {
+        for &b in &[BLayout::RowMajor, BLayout::Transposed] {
+            for &(m, n, k) in shapes {
+                for out in [OutType::Same, OutType::F32] {
+                    let mut p = Problem::new(ty, m, n, k).with_b(b);
+                    p.out = out;
+                    v.push((p, false));
+                }
+            }
+            // Epilogue: α, β, bias, ReLU, padded pitches (multiples of 8: the TMA path too).
+            let mut p = Problem::new(ty, 133, 270, 72).with_b(b);
+            p.alpha = 0.5;
+            p.beta = -1.25;
+            p.relu = true;
+            p.lda = p.lda.next_multiple_of(8) + 8;
+            p.ldb = p.ldb.next_multiple_of(8) + 16;
+            p.ldc += 3;
+            v.push((p, true));
+            let mut p = Problem::new(ty, 96, 136, 40).with_b(b);
+            p.out = OutType::F32;
+            p.beta = 1.0;
+            v.push((p, true));
+        }
+    }
+    if !quick {
+        for ty in [InType::F16, InType::Bf16] {
+            for (m, n, k, b) in [
+                (4093, 4093, 4093, BLayout::RowMajor),
+                (4096, 4096, 512, BLayout::RowMajor),
+                (4096, 4096, 512, BLayout::Transposed),
+                (8192, 1024, 8192, BLayout::RowMajor),
+                (1000, 1000, 1000, BLayout::Transposed),
+                (2050, 1030, 4104, BLayout::RowMajor),
+            ] {
+                v.push((Problem::new(ty, m, n, k).with_b(b), false));
+            }
+        }
+    }
+    v
+}
+
+fn variants_for(gpu: &Gpu) -> Vec<Variant> {
+    Variant::ALL
+        .into_iter()
+        .filter(|v| !v.needs_sm90a() || gpu.flavour() == Flavour::Sm90a)
+        .collect()
+}
+
+/// Validates every variant the device runs on every case, then the selected variant.
+pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
+    let mut n = 0;
+    let cases = validation_cases(quick);
+    for (i, (p, bias)) in cases.iter().enumerate() {
+        let big = p.flops() > 1e10;
+        let mut variants: Vec<Option<Variant>> = vec![None];
+        if !big {
+            variants.extend(variants_for(gpu).into_iter().map(Some));
+        } else if p.tma_ok([0, 0]) && gpu.flavour() == Flavour::Sm90a {
+            variants.push(Some(Variant::MmaPipeline));
+        } else if !p.tma_ok([0, 0]) {
+            // The unaligned fallback on a large odd shape: slow, but it must be right.
+            variants = vec![Some(Variant::Mma)];
+        }
+        for v in variants {
+            if let Some(Variant::WgmmaWs | Variant::MmaPipeline) = v {
+                if !p.tma_ok([0, 0]) {
+                    // Unaligned pitches: the aligned-only kernels refuse with a typed error.
+                    match hgemm::validate(gpu, v, p, *bias, seed + i as u64) {
+                        Err(Error::Unsupported { .. }) => continue,
+                        other => {
+                            return Err(Error::Usage(format!(
+                                "hgemm/{} on unaligned {} should be refused, got {other:?}",
+                                v.map(Variant::name).unwrap_or_default(),
+                                p.shape()
+                            )))
+                        }
+                    }
+                }
+            }
+            let r = hgemm::validate(gpu, v, p, *bias, seed + i as u64)?;
+            n += 1;
+            println!(
+                "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
+                r.variant.name(),
+                p.ty.name(),
+                p.shape(),
+                match p.b {
+                    BLayout::RowMajor => "bn",
+                    BLayout::Transposed => "bt",
+                },
+                match p.out {
+                    OutType::Same => p.ty.name(),
+                    OutType::F32 => "f32",
+                },
+                p.alpha,
+                p.beta,
+                bias,
+                p.relu,
+                p.lda,
+                p.ldb,
+                p.ldc,
+                r.checked
+            );
+        }
+    }
+    Ok(n)
+}
+
+fn parse_sizes(s: &str) -> Result<Vec<(usize, usize, usize)>> {
+    s.split(',')
+        .map(|t| {
+            let d: Vec<usize> = t
+                .split(['x', 'X'])
+                .map(|x| x.trim().parse::<usize>())
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| Error::Usage(format!("bad size `{t}`: want N or MxNxK")))?;
+            match d[..] {
+                [n] => Ok((n, n, n)),
+                [m, n, k] => Ok((m, n, k)),
+                _ => Err(Error::Usage(format!("bad size `{t}`: want N or MxNxK"))),
+            }
+        })
+        .collect()
+}
+
+/// The subcommand.
+pub fn main(args: &[String], seed: u64) -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    match args.first().map(String::as_str) {
+        Some("validate") => {
+            let quick = args.iter().any(|a| a == "--quick");
+            let n = validate(&gpu, quick, seed)?;
+            println!("hgemm: {n} cases pass against float64");
+            Ok(())
+        }
+        Some("bench") => bench(&gpu, &args[1..]),
+        _ => Err(Error::Usage(USAGE.into())),
+    }
+}
+
+fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
+    let mut sizes = parse_sizes("512,1024,2048,4096,8192")?;
+    let mut variants: Vec<Option<Variant>> = vec![None];
+    let mut types = vec![InType::F16, InType::Bf16];
+    let mut layouts = vec![BLayout::RowMajor];
+    let mut out = OutType::Same;
+    let mut timing = TimingConfig {
+        warmup: 5,
+        reps: 30,
+        mode: L2Mode::Rotate,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "--sizes" => sizes = parse_sizes(&value()?)?,
+            "--variants" => {
+                variants = value()?
+                    .split(',')
+                    .map(|v| if v == "auto" { Ok(None) } else { Variant::parse(v).map(Some) })
+                    .collect::<Result<_>>()?
+            }
+            "--types" => {
+                types = value()?
+                    .split(',')
+                    .map(|t| match t {
+                        "f16" => Ok(InType::F16),
+                        "bf16" => Ok(InType::Bf16),
+                        _ => Err(Error::Usage(format!("unknown type `{t}`"))),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            "--b" => {
+                layouts = value()?
+                    .split(',')
+                    .map(|t| match t {
+                        "bn" => Ok(BLayout::RowMajor),
+                        "bt" => Ok(BLayout::Transposed),
+                        _ => Err(Error::Usage(format!("unknown B layout `{t}` (bn, bt)"))),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            "--out" => {
+                out = match value()?.as_str() {
+                    "same" => OutType::Same,
+                    "f32" => OutType::F32,
+                    o => return Err(Error::Usage(format!("unknown output `{o}` (same, f32)"))),
+                }
+            }
+            "--reps" => {
+                timing.reps = value()?
+                    .parse()
+                    .map_err(|_| Error::Usage("--reps needs a number".into()))?
+            }
+            "--warmup" => {
+                timing.warmup = value()?
+                    .parse()
+                    .map_err(|_| Error::Usage("--warmup needs a number".into()))?
+            }
+            other => return Err(Error::Usage(format!("unknown flag `{other}`\n{USAGE}"))),
+        }
+    }
+    let blas = CudaBlas::new(gpu.stream().clone())
+        .map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    println!(
+        "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | median ms | cuBLAS ms |"
+    );
+    println!("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    for &ty in &types {
+        for &b in &layouts {
+            for &(m, n, k) in &sizes {
+                for &v in &variants {
+                    let mut p = Problem::new(ty, m, n, k).with_b(b);
+                    p.out = out;
+                    let row = hgemm::bench(gpu, &blas, v, &p, &timing)?;
+                    println!(
+                        "| {} | {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.4} | {:.4} |",
+                        ty.name(),
+                        match b {
+                            BLayout::RowMajor => "bn",
+                            BLayout::Transposed => "bt",
+                        },
+                        p.shape(),
+                        row.variant.name(),
+                        row.tflops,
+                        row.cublas_tflops,
+                        row.ratio,
+                        row.ours.median_ms,
+                        row.cublas.median_ms
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! Hopper (sm_90a) primitives: `mbarrier`, TMA tile loads, `wgmma` and register reallocation.
+//!
+//! These exist only in the sm_90a PTX flavour (`--cfg rustile_sm90a`) and have no simulator
+//! model: the kernels that use them are validated on the GPU against cuBLAS and a float64
+//! reference (`tests/gpu.rs`). Every shared-memory operand is a 32-bit shared-window address,
+//! as in the rest of [`gpu`](super).
+//!
+//! Facts these rely on (PTX ISA 8.0, verified on the H200, `DESIGN.md`):
+//! - a TMA load reads its tensor map from global memory (a by-value `.param` tensor map cannot
+//!   be passed from Rust today), and signals completion as transaction bytes on an `mbarrier`;
+//! - `wgmma` reads A and B from shared memory through 64-bit matrix descriptors; after ordinary
+//!   shared stores that `wgmma` or TMA will read, a `fence.proxy.async` is needed;
+//! - `wgmma` is asynchronous: its accumulator registers must not be touched between the issue
+//!   and the `wgmma.wait_group` that retires it. The generated `wgmma` functions
+//!   ([`super::wgmma`]) pass the accumulators as `inout` operands to both, so the compiler keeps
+//!   them in place (ptxas otherwise serializes the `wgmma`s and warns).
+
+// --- mbarrier ---
+
+/// `mbarrier.init.shared::cta.b64`: a barrier at `bar` (8-byte aligned) expecting `count`
+/// arrivals per phase.
+///
+/// # Safety
+/// `bar` is 8 bytes of this block's shared memory that nothing else uses; one thread initializes
+/// it, and a [`fence_barrier_init`] plus a block barrier precede its first use.
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+    core::arch::asm!(
+        "mbarrier.init.shared::cta.b64 [{b}], {c};",
+        b = in(reg32) bar, c = in(reg32) count,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// Makes initialized barriers visible to the async proxy (TMA) and the rest of the cluster.
+#[inline(always)]
+pub fn fence_barrier_init() {
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!(
+            "fence.mbarrier_init.release.cluster;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `mbarrier.arrive.expect_tx`: one arrival that also announces `bytes` of transactions (TMA
+/// loads) the current phase must see before it completes.
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+    core::arch::asm!(
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};",
+        b = in(reg32) bar, n = in(reg32) bytes,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `mbarrier.arrive`: one arrival.
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive(bar: u32) {
+    core::arch::asm!(
+        "mbarrier.arrive.shared::cta.b64 _, [{b}];",
+        b = in(reg32) bar,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// Waits until the phase of parity `parity` of `bar` has completed (`mbarrier.try_wait.parity`
+/// in a loop). A fresh barrier is in phase 0, so waiting for parity 1 returns at once: the
+/// producer's first pass over an "empty" ring does not block.
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        core::arch::asm!(
+            "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph}; selp.u32 {d}, 1, 0, p; }}",
+            b = in(reg32) bar, ph = in(reg32) parity, d = out(reg32) done,
+            options(nostack, preserves_flags)
+        );
+        if done != 0 {
+            break;
+        }
+    }
+}
+
+// --- TMA ---
+
+/// `cp.async.bulk.tensor.2d` global → shared: loads the box at coordinates `(x, y)` (x the
+/// innermost dimension, in elements) of the tensor map at `map` into `dst`, completing `bar`'s
+/// transaction bytes. Out-of-range elements are filled with zeros.
+///
+/// # Safety
+/// `map` points to a valid 64-byte-aligned `CUtensorMap` in global memory; `dst` is shared
+/// memory of the box's size, aligned as the map's swizzle requires (1024 bytes for 128B); `bar`
+/// an initialized barrier whose phase expects these bytes.
+#[inline(always)]
+pub unsafe fn tma_load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
+        d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `prefetch.tensormap`: brings a tensor map into the cache before its first use.
+///
+/// # Safety
+/// `map` points to a tensor map in global memory.
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(map: *const u8) {
+    core::arch::asm!(
+        "prefetch.tensormap [{m}];",
+        m = in(reg64) map,
+        options(nostack, preserves_flags)
+    );
+}
+
+// --- wgmma ---
+
+/// Layout of a `wgmma` shared-memory operand (the descriptor's bits 62–63).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swizzle {
+    /// 128-byte swizzle: rows of 128 bytes, the pattern repeats every 8 rows (1024 bytes).
+    B128 = 1,
+}
+
+/// A `wgmma` matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, leading and
+/// stride byte offsets (all in units of 16 bytes) and the swizzle. For a K-major tile with
+/// 128-byte rows and 128B swizzle, `sbo` is 1024 (eight rows) and `lbo` is unused (16).
+/// Stepping along K inside the 128-byte row adds `bytes >> 4` to the start address: the
+/// hardware applies the swizzle to the absolute address, so the tile must be 1024-byte aligned.
+#[inline(always)]
+pub fn matrix_descriptor(addr: u32, lbo: u32, sbo: u32, swizzle: Swizzle) -> u64 {
+    (((addr & 0x3_FFFF) >> 4) as u64)
+        | ((((lbo & 0x3_FFFF) >> 4) as u64) << 16)
+        | ((((sbo & 0x3_FFFF) >> 4) as u64) << 32)
+        | ((swizzle as u64) << 62)
+}
+
+/// `wgmma.fence`: orders register accesses before the next `wgmma` of this warpgroup.
+#[inline(always)]
+pub fn wgmma_fence() {
+    // SAFETY: a fence; warpgroup-collective, no operands.
+    unsafe { core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack, preserves_flags)) }
+}
+
+/// `wgmma.commit_group`: closes the group of `wgmma`s issued since the last commit.
+#[inline(always)]
+pub fn wgmma_commit() {
+    // SAFETY: warpgroup-collective, no operands.
+    unsafe {
+        core::arch::asm!(
+            "wgmma.commit_group.sync.aligned;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `fence.proxy.async.shared::cta`: makes this thread's ordinary shared-memory writes visible
+/// to the async proxy (TMA stores, `wgmma` operand reads).
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!(
+            "fence.proxy.async.shared::cta;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+// --- Register reallocation ---
+
+/// `setmaxnreg.dec`: this warpgroup gives registers back, down to `N` per thread.
+#[inline(always)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    // SAFETY: warpgroup-collective; the kernel's register use after this point fits in N.
+    unsafe {
+        core::arch::asm!(
+            "setmaxnreg.dec.sync.aligned.u32 {n};",
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `setmaxnreg.inc`: this warpgroup takes registers, up to `N` per thread (blocks until the
+/// pool has them).
+#[inline(always)]
+pub fn setmaxnreg_inc<const N: u32>() {
+    // SAFETY: warpgroup-collective.
+    unsafe {
+        core::arch::asm!(
+            "setmaxnreg.inc.sync.aligned.u32 {n};",
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// Index of this thread's warpgroup (`%tid.x / 128`) made warp-uniform for the compiler.
+#[inline(always)]
+pub fn warpgroup_index() -> u32 {
+    let tid = super::thread_idx_x();
+    let w: u32;
+    // SAFETY: a register shuffle of a value every lane of the warp shares; makes the result
+    // provably uniform, so branches on it do not split warps.
+    unsafe {
+        core::arch::asm!(
+            "shfl.sync.idx.b32 {w}, {v}, 0, 31, -1;",
+            w = out(reg32) w, v = in(reg32) tid / 128,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+    }
+    w
+}

@@ -1,0 +1,389 @@
+//! `mma.sync.m16n8k16` + `ldmatrix` + a `STAGES`-deep `cp.async` ring: the sm_80 path.
+//!
+//! - **Tile** 128 × 128 × 64 per block of four warps; each warp owns 64 × 64 of C (4 × 8
+//!   `m16n8` tiles, 128 f32 accumulators per lane) and per k16 step loads its fragments with
+//!   four `ldmatrix.x4` for A and four for B (`.trans` when B is row-major), then issues 32
+//!   `mma`s.
+//! - **Shared**: per stage A 128 × 64 and B 64 × 128 (or Bᵀ 128 × 64), 16 KiB each, unpadded
+//!   and XOR-swizzled in 16-byte chunks (`chunk ^ (row % 8)`) so that the eight row addresses
+//!   of every `ldmatrix` phase fall in distinct bank groups. Three stages: 96 KiB, two blocks
+//!   per SM (228 registers per thread allow two as well).
+//! - **Loads**: every 16-byte chunk that lies inside the matrix goes global → shared with
+//!   `cp.async`; chunks that cross an edge are assembled from element loads with zeros
+//!   outside. So any M, N, K works, and the tails cost only at the edges. The entry points are
+//!   instantiated with `ALIGNED` only (16-byte-aligned bases, pitches multiples of 8: the host
+//!   checks); other pitches go to [`super::v01_mma`], which keeps the binary's PTX smaller.
+//! - **Bound**: `mma.sync` issues from the SM's warp schedulers, which on Hopper reach well
+//!   under the `wgmma` peak. Shared-memory traffic per warp and k16 step is eight
+//!   `ldmatrix.x4` (4 KiB) for 32 `mma`s (131 kflop): 32 flop/byte, against the SM's 128
+//!   bytes/clock and ~3800 tensor flop/clock — the `ldmatrix` stream alone nearly saturates
+//!   shared memory, which is why the sm_80 path cannot approach `wgmma`.
+
+use super::{Epilogue, TcIn, TcOut};
+use crate::gpu::{self, Elem, Vec16};
+
+/// Rows of A per block.
+pub const BM: u32 = 128;
+/// Columns of B per block.
+pub const BN: u32 = 128;
+/// K per stage.
+pub const BK: u32 = 32;
+/// Ring depth.
+pub const STAGES: u32 = 4;
+/// Warps along M and N.
+pub const WARPS: (u32, u32) = (2, 2);
+/// Threads.
+pub const THREADS: u32 = 32 * WARPS.0 * WARPS.1;
+/// Dynamic shared bytes.
+pub const SHARED_BYTES: usize = shared_bytes(BM, BN, BK, STAGES);
+
+/// Shared bytes of a configuration.
+pub const fn shared_bytes(bm: u32, bn: u32, bk: u32, stages: u32) -> usize {
+    (stages * (bm + bn) * bk * 2) as usize
+}
+
+/// Tile configurations measured against the default (`EXPERIMENTS[i]` is entry suffix
+/// `_x{i}`): `(BM, BN, BK, warps along M, warps along N, stages)`. `notes/hgemm.md` has the
+/// numbers.
+pub const EXPERIMENTS: [(u32, u32, u32, u32, u32, u32); 6] = [
+    (128, 128, 64, 2, 2, 3),
+    (128, 128, 32, 2, 4, 4),
+    (256, 128, 32, 4, 2, 3),
+    (128, 128, 32, 4, 2, 4),
+    (64, 128, 32, 1, 2, 4),
+    (128, 128, 32, 2, 2, 3),
+];
+
+/// Shared offset of 16-byte chunk `ch` of row `row` in a tile of `CHUNKS`-chunk rows, XOR-
+/// swizzled so the eight rows of an `ldmatrix` phase hit eight different bank groups: 64-byte
+/// rows (4 chunks, two rows per 128-byte bank line) use `ch ^ ((row / 2) % 4)`, wider rows
+/// `ch ^ (row % 8)`.
+#[inline(always)]
+fn off(chunks: u32, row: u32, ch: u32) -> u32 {
+    let x = if chunks == 4 {
+        ch ^ ((row >> 1) & 3)
+    } else {
+        ch ^ (row & 7)
+    };
+    row * chunks * 16 + (x << 4)
+}
+
+/// Eight elements of row `r` from column `c` of a `rows × cols` matrix with pitch `ld`, zeros
+/// outside, into shared `dst`: `cp.async` when the chunk is inside and `ALIGNED`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn load_chunk<const ALIGNED: bool>(
+    dst: u32,
+    src: *const u16,
+    r: u32,
+    c: u32,
+    rows: u32,
+    cols: u32,
+    ld: u32,
+) {
+    let row_ptr = src.add(r as usize * ld as usize);
+    if ALIGNED && r < rows && c + 8 <= cols {
+        gpu::cp_async_16(dst, row_ptr.add(c as usize) as *const Vec16);
+        return;
+    }
+    let mut w = [0u32; 4];
+    if r < rows {
+        crate::unroll!(8, e, {
+            if c + (e as u32) < cols {
+                let v = u16::ld_global_nc(row_ptr.add(c as usize + e)) as u32;
+                w[e / 2] |= v << (16 * (e % 2));
+            }
+        });
+    }
+    gpu::st_shared_f32x4(dst, w.map(f32::from_bits));
+}
+
+/// Issues the loads of one stage: A rows `m0..m0 + BM`, B columns `n0..n0 + BN`, k from `k0`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn load_stage<const TRANS_B: u32, const ALIGNED: bool, const BM_: u32, const BN_: u32, const BK_: u32, const WM: u32, const WN: u32>(
+    sa: u32,
+    sb: u32,
+    a: *const u16,
+    b: *const u16,
+    [m, n, k]: [u32; 3],
+    [lda, ldb]: [u32; 2],
+    [m0, n0, k0]: [u32; 3],
+) {
+    let kc = BK_ / 8;
+    let nc = BN_ / 8;
+    let threads = 32 * WM * WN;
+    let t = gpu::thread_idx_x();
+    // A: BM rows × kc chunks.
+    let mut id = t;
+    while id < BM_ * kc {
+        let (row, ch) = (id / kc, id % kc);
+        load_chunk::<ALIGNED>(sa + off(kc, row, ch), a, m0 + row, k0 + 8 * ch, m, k, lda);
+        id += threads;
+    }
+    let mut id = t;
+    while id < BN_ * kc {
+        if TRANS_B == 1 {
+            // B: BK k-rows × nc chunks of n.
+            let (row, ch) = (id / nc, id % nc);
+            load_chunk::<ALIGNED>(sb + off(nc, row, ch), b, k0 + row, n0 + 8 * ch, k, n, ldb);
+        } else {
+            // Bᵀ: BN n-rows × kc chunks of k.
+            let (row, ch) = (id / kc, id % kc);
+            load_chunk::<ALIGNED>(sb + off(kc, row, ch), b, n0 + row, k0 + 8 * ch, n, k, ldb);
+        }
+        id += threads;
+    }
+}
+
+/// The kernel body for one tile configuration: `BM_ × BN_ × BK_` per block, `WM × WN` warps
+/// (each `BM_/WM × BN_/WN` of C, at most 64 × 64), an `ST`-stage ring. `TRANS_B` = 1: B is
+/// row-major K × N; 0: B is Bᵀ, N × K row-major.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn mma_pipeline_cfg<
+    I: TcIn,
+    O: TcOut,
+    const TRANS_B: u32,
+    const ALIGNED: bool,
+    const BM_: u32,
+    const BN_: u32,
+    const BK_: u32,
+    const WM: u32,
+    const WN: u32,
+    const ST: u32,
+>(
+    a: *const u16,
+    b: *const u16,
+    c: *mut O::Store,
+    bias: *const f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    alpha: f32,
+    beta: f32,
+    relu: u32,
+) {
+    let (wtm, wtn) = (BM_ / WM, BN_ / WN);
+    let (mi, nj) = (wtm / 16, wtn / 8);
+    let (a_bytes, b_bytes) = (BM_ * BK_ * 2, BN_ * BK_ * 2);
+    let t = gpu::thread_idx_x();
+    let (warp, lane) = (t / 32, t % 32);
+    let (wm, wn) = (warp / WN, warp % WN);
+    let m0 = gpu::block_idx_y() * BM_;
+    let n0 = gpu::block_idx_x() * BN_;
+    let smem = gpu::dynamic_shared_base();
+    let stage_a = |s: u32| smem + s * (a_bytes + b_bytes);
+    let stage_b = |s: u32| stage_a(s) + a_bytes;
+    let k_tiles = k.div_ceil(BK_);
+    let dims = [m, n, k];
+    let lds = [lda, ldb];
+
+    // Accumulator of m16 tile i, n8 tile j: acc[32 i + 4 j ..]; unused entries fold away.
+    let mut acc = [0f32; 128];
+    let mut s = 0;
+    while s < ST - 1 {
+        if s < k_tiles {
+            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(stage_a(s), stage_b(s), a, b, dims, lds, [m0, n0, s * BK_]);
+        }
+        gpu::cp_async_commit();
+        s += 1;
+    }
+    let (q, r) = (lane / 8, lane % 8);
+    let mut kt = 0;
+    while kt < k_tiles {
+        if ST == 4 {
+            gpu::cp_async_wait::<2>();
+        } else if ST == 3 {
+            gpu::cp_async_wait::<1>();
+        } else {
+            gpu::cp_async_wait::<0>();
+        }
+        gpu::sync_threads();
+        let next = kt + ST - 1;
+        if next < k_tiles {
+            let ns = next % ST;
+            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(stage_a(ns), stage_b(ns), a, b, dims, lds, [m0, n0, next * BK_]);
+        }
+        gpu::cp_async_commit();
+
+        let (sa, sb) = (stage_a(kt % ST), stage_b(kt % ST));
+        crate::unroll!(4, ksi, {
+            if (ksi as u32) < BK_ / 16 {
+                let ks = ksi as u32;
+                let mut af = [[0u32; 4]; 4];
+                crate::unroll!(4, i, {
+                    if (i as u32) < mi {
+                        let row = wm * wtm + 16 * i as u32 + lane % 16;
+                        af[i] = gpu::ldmatrix::<4, false>(sa + off(BK_ / 8, row, 2 * ks + lane / 16));
+                    }
+                });
+                let mut bf = [[0u32; 2]; 8];
+                crate::unroll!(4, jp, {
+                    if (2 * jp as u32) < nj {
+                        let x = if TRANS_B == 1 {
+                            let row = 16 * ks + 8 * (q % 2) + r;
+                            let ch = wn * (wtn / 8) + 2 * jp as u32 + q / 2;
+                            gpu::ldmatrix::<4, true>(sb + off(BN_ / 8, row, ch))
+                        } else {
+                            let row = wn * wtn + 16 * jp as u32 + 8 * (q / 2) + r;
+                            gpu::ldmatrix::<4, false>(sb + off(BK_ / 8, row, 2 * ks + q % 2))
+                        };
+                        bf[2 * jp] = [x[0], x[1]];
+                        bf[2 * jp + 1] = [x[2], x[3]];
+                    }
+                });
+                crate::unroll!(4, i, {
+                    crate::unroll!(8, j, {
+                        if (i as u32) < mi && (j as u32) < nj {
+                            let o = 32 * i + 4 * j;
+                            let d = gpu::mma_m16n8k16(
+                                I::KIND,
+                                af[i],
+                                bf[j],
+                                [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]],
+                            );
+                            acc[o] = d[0];
+                            acc[o + 1] = d[1];
+                            acc[o + 2] = d[2];
+                            acc[o + 3] = d[3];
+                        }
+                    });
+                });
+            }
+        });
+        kt += 1;
+    }
+    gpu::cp_async_wait::<0>();
+
+    let epi = Epilogue::<O> {
+        c,
+        ldc,
+        m,
+        n,
+        alpha,
+        beta,
+        bias,
+        relu,
+    };
+    let (g, tq) = (lane / 4, lane % 4);
+    crate::unroll!(4, i, {
+        crate::unroll!(8, j, {
+            if (i as u32) < mi && (j as u32) < nj {
+                let o = 32 * i + 4 * j;
+                let row = m0 + wm * wtm + 16 * i as u32 + g;
+                let col = n0 + wn * wtn + 8 * j as u32 + 2 * tq;
+                epi.store_pair(row, col, acc[o], acc[o + 1]);
+                epi.store_pair(row + 8, col, acc[o + 2], acc[o + 3]);
+            }
+        });
+    });
+}
+
+macro_rules! config {
+    ($name:ident => $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal) => {
+        /// One tile configuration of [`mma_pipeline_cfg`].
+        ///
+        /// # Safety
+        /// As for the entry points.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        pub unsafe fn $name<I: TcIn, O: TcOut, const TRANS_B: u32, const ALIGNED: bool>(
+            a: *const u16, b: *const u16, c: *mut O::Store, bias: *const f32, m: u32, n: u32,
+            k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32, relu: u32,
+        ) {
+            mma_pipeline_cfg::<I, O, TRANS_B, ALIGNED, $bm, $bn, $bk, $wm, $wn, $st>(
+                a, b, c, bias, m, n, k, lda, ldb, ldc, alpha, beta, relu,
+            )
+        }
+    };
+}
+
+config!(hgemm_mma_pipeline => 128, 128, 32, 2, 2, 4);
+config!(x0 => 128, 128, 64, 2, 2, 3);
+config!(x1 => 128, 128, 32, 2, 4, 4);
+config!(x2 => 256, 128, 32, 4, 2, 3);
+config!(x3 => 128, 128, 32, 4, 2, 4);
+config!(x4 => 64, 128, 32, 1, 2, 4);
+config!(x5 => 128, 128, 32, 2, 2, 3);
+
+crate::hgemm_mma_entries! {
+    hgemm_mma_pipeline;
+    hgemm_mma_pipeline_f16_f16_bn => F16, OutF16, 1, true;
+    hgemm_mma_pipeline_f16_f32_bn => F16, OutF32, 1, true;
+    hgemm_mma_pipeline_bf16_bf16_bn => Bf16, OutBf16, 1, true;
+    hgemm_mma_pipeline_bf16_f32_bn => Bf16, OutF32, 1, true;
+    hgemm_mma_pipeline_f16_f16_bt => F16, OutF16, 0, true;
+    hgemm_mma_pipeline_f16_f32_bt => F16, OutF32, 0, true;
+    hgemm_mma_pipeline_bf16_bf16_bt => Bf16, OutBf16, 0, true;
+    hgemm_mma_pipeline_bf16_f32_bt => Bf16, OutF32, 0, true;
+}
+
+/// The experimental configurations' entries (f16 → f16 only).
+pub mod experiments {
+    /// Entries of configuration `x0`.
+    pub mod e0 {
+        #[allow(unused_imports)]
+        use super::super::*;
+        crate::hgemm_mma_entries! {
+            x0;
+            hgemm_mma_pipeline_x0_f16_f16_bn => F16, OutF16, 1, true;
+            hgemm_mma_pipeline_x0_f16_f16_bt => F16, OutF16, 0, true;
+        }
+    }
+    /// Entries of configuration `x1`.
+    pub mod e1 {
+        #[allow(unused_imports)]
+        use super::super::*;
+        crate::hgemm_mma_entries! {
+            x1;
+            hgemm_mma_pipeline_x1_f16_f16_bn => F16, OutF16, 1, true;
+            hgemm_mma_pipeline_x1_f16_f16_bt => F16, OutF16, 0, true;
+        }
+    }
+    /// Entries of configuration `x2`.
+    pub mod e2 {
+        #[allow(unused_imports)]
+        use super::super::*;
+        crate::hgemm_mma_entries! {
+            x2;
+            hgemm_mma_pipeline_x2_f16_f16_bn => F16, OutF16, 1, true;
+            hgemm_mma_pipeline_x2_f16_f16_bt => F16, OutF16, 0, true;
+        }
+    }
+    /// Entries of configuration `x3`.
+    pub mod e3 {
+        #[allow(unused_imports)]
+        use super::super::*;
+        crate::hgemm_mma_entries! {
+            x3;
+            hgemm_mma_pipeline_x3_f16_f16_bn => F16, OutF16, 1, true;
+            hgemm_mma_pipeline_x3_f16_f16_bt => F16, OutF16, 0, true;
+        }
+    }
+    /// Entries of configuration `x4`.
+    pub mod e4 {
+        #[allow(unused_imports)]
+        use super::super::*;
+        crate::hgemm_mma_entries! {
+            x4;
+            hgemm_mma_pipeline_x4_f16_f16_bn => F16, OutF16, 1, true;
+            hgemm_mma_pipeline_x4_f16_f16_bt => F16, OutF16, 0, true;
+        }
+    }
+    /// Entries of configuration `x5`.
+    pub mod e5 {
+        #[allow(unused_imports)]
+        use super::super::*;
+        crate::hgemm_mma_entries! {
+            x5;
+            hgemm_mma_pipeline_x5_f16_f16_bn => F16, OutF16, 1, true;
+            hgemm_mma_pipeline_x5_f16_f16_bt => F16, OutF16, 0, true;
+        }
+    }
+}
