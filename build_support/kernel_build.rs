@@ -89,7 +89,12 @@ pub fn kernel_source_hash(kernels_dir: &Path, toolchain_file: &Path) -> String {
 /// them, so the build adds `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` to these entries
 /// of the generated PTX, and ptxas caps registers at 65536 / (threads · min_blocks).
 #[allow(dead_code)]
-pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("sgemm_double_buffer_f32", 256, 2)];
+pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
+    ("sgemm_double_buffer_f32", 256, 2),
+    ("sgemm_kgroup_ring_kg1_f32", 128, 1),
+    ("sgemm_kgroup_ring_f32", 256, 1),
+    ("sgemm_kgroup_ring_kg4_f32", 512, 1),
+];
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives after each named entry's parameter list.
 #[allow(dead_code)]

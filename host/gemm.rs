@@ -4,7 +4,7 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v10_tile_128x64, v11_nt_pipeline};
+use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::backend::{Backend, Buf};
@@ -227,11 +227,12 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 /// The variant the dispatcher runs for `problem` on a GPU of `sm_count` SMs (measurements in
 /// `bench-results/`): operands whose rows are not 16-byte multiples are padded first by
 /// [`run`], so only the grid matters here. When the 128×128 tiles are fewer than the SMs, the
-/// 128×64 tile (twice the blocks); otherwise the 128×128 warp tile.
+/// 128×64 k-group ring (twice the blocks, loads overlapped with the FMAs, 8 warps per tile);
+/// otherwise the 128×128 warp tile.
 pub fn dispatch(problem: &GemmProblem, sm_count: u32) -> &'static KernelInfo {
     let tiles = problem.m.div_ceil(128) * problem.n.div_ceil(128);
     if tiles < sm_count as usize {
-        &v10_tile_128x64::INFO
+        &v12_kgroup_ring::INFO
     } else {
         &v08_warptile::INFO
     }
