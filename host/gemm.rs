@@ -545,13 +545,14 @@ fn pad_into(
 }
 
 /// Split-K slices the dispatcher uses for `p` on `sm_count` SMs: when even the 128×64 tiles
-/// would fill under three quarters of the SMs, enough slices of K for two 128×128 blocks per SM
-/// (each slice keeping ≥ 128 of K); else 1. Measured on the H200: 512³ 0.49× cuBLAS with split-K
-/// against 0.28× with the 128×64 tile; 1000³ 0.52× against 0.56×.
+/// would fill under half of the SMs, enough slices of K for two 128×128 blocks per SM (each
+/// slice keeping ≥ 128 of K); else 1. Measured on the H200: 512³ 0.49× cuBLAS with split-K
+/// against 0.28× with the 128×64 tile; at 768³ (72 tiles of 128×64) the k-group ring (0.73×)
+/// beats NT split-K (0.63×).
 pub fn split_k_slices(p: &GemmProblem, sm_count: u32) -> u32 {
     let tiles = (p.m.div_ceil(128) * p.n.div_ceil(128)) as u32;
     let narrow_tiles = (p.m.div_ceil(128) * p.n.div_ceil(64)) as u32;
-    if tiles >= sm_count || 4 * narrow_tiles >= 3 * sm_count {
+    if tiles >= sm_count || 2 * narrow_tiles >= sm_count {
         return 1;
     }
     let want = (2 * sm_count).div_ceil(tiles.max(1));
@@ -708,13 +709,13 @@ pub fn run(
     // transpose and run the cp.async pipeline (measured faster than the warp tile; see notes).
     let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
     let nt_eligible = p.k > 0 && p.lda == p.k && p.m.is_multiple_of(4) && q.ldb == p.ldb;
-    // Grids too small even for the 128×64 tile: the NT pipeline split over K into enough slices
-    // for two 128×128 blocks per SM (each slice keeping ≥ 128 of K), then the reduction.
-    // Measured on the H200 (bench-results/2026-11-30-h200-small-and-crossover): 512³ 0.505×
-    // cuBLAS (warp-tile split-K 0.496×, 128×64 tile 0.289×); at 1000³ the 128×64 tile is better
-    // (0.556× against 0.542×), so there the split is not used.
+    // Grids too small even for the 128×64 tile (under half the SMs): the NT pipeline split over
+    // K into enough slices for two 128×128 blocks per SM (each slice keeping ≥ 128 of K), then
+    // the reduction. Measured on the H200 (bench-results/2026-11-30-h200-sgemm-1000): 512³
+    // 0.51× cuBLAS (k-group ring 0.48×); at 768³ and 1000³ the k-group ring wins (0.73× / 0.91×
+    // against 0.63× / 0.54×), so there the split is not used.
     let narrow_tiles = p.m.div_ceil(128) * p.n.div_ceil(64);
-    let nt_splits = if tiles < sm_count as usize && 4 * narrow_tiles < 3 * sm_count as usize {
+    let nt_splits = if tiles < sm_count as usize && 2 * narrow_tiles < sm_count as usize {
         (2 * sm_count as usize)
             .div_ceil(tiles.max(1))
             .min(p.k / 128)

@@ -147,9 +147,10 @@ unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
     let issue = |tile: u32, s: u32| {
         if tile < tiles {
             let kt = tile * bk;
+            // A thread's chunks are consecutive in one row (one pointer, immediate offsets).
             let mut l = 0;
             while l < chunks_a {
-                let idx = t + l * nthreads;
+                let idx = t * chunks_a + l;
                 let (r, x) = (idx / (bk / 4), (idx % (bk / 4)) * 4);
                 let (row, col) = (row0 + r, kt + x);
                 let dst = f32_addr(a_s(s), r * pa + x);
@@ -162,7 +163,7 @@ unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
             }
             let mut l = 0;
             while l < chunks_b {
-                let idx = t + l * nthreads;
+                let idx = t * chunks_b + l;
                 let (kk, x) = (idx / (TILE.1 / 4), (idx % (TILE.1 / 4)) * 4);
                 let (row, col) = (kt + kk, col0 + x);
                 let dst = f32_addr(b_s(s), kk * TILE.1 + x);
@@ -304,8 +305,11 @@ unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
     }
 }
 
-/// Two k-groups (8 warps, k-tile 32): the ladder's entry.
-pub const KG: u32 = 2;
+/// Four k-groups (16 warps, k-tile 64): the ladder's entry (A loaded 2 k at a time, so that
+/// 512 threads fit 128 registers without spilling).
+pub const KG: u32 = 4;
+/// A fragment width of the ladder's entry.
+const AV: u32 = 2;
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {
@@ -319,7 +323,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f32: shared_bytes(KG),
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
-    about: "128x64 tile, 3-stage cp.async ring on row-major A, 2 k-groups of 4 warps",
+    about: "128x64 tile, 3-stage cp.async ring on row-major A, 4 k-groups of 4 warps",
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -337,7 +341,7 @@ unsafe fn sgemm_kgroup_ring(
     alpha: f32,
     beta: f32,
 ) {
-    kgroup_ring::<KG, 4>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    kgroup_ring::<KG, AV>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
@@ -345,7 +349,7 @@ crate::ptx_kernels! {
         => sgemm_kgroup_ring_f32
 }
 
-/// The same body with one and with four k-groups (`rustile bench gemm --variants`).
+/// The same body with one and with two k-groups (`rustile bench gemm --variants`).
 pub mod experiments {
     use super::*;
 
@@ -358,13 +362,13 @@ pub mod experiments {
         about: "kgroup_ring with one k-group (4 warps)",
         ..INFO
     };
-    /// Four groups: 16 warps, k-tile 64.
-    pub const INFO_KG4: KernelInfo = KernelInfo {
-        name: "kgroup_ring_kg4",
-        block: (threads(4), 1, 1),
-        shared_bytes_f32: shared_bytes(4),
-        symbols: kg4::SYMBOLS,
-        about: "kgroup_ring with four k-groups (16 warps)",
+    /// Two groups: 8 warps, k-tile 32.
+    pub const INFO_KG2: KernelInfo = KernelInfo {
+        name: "kgroup_ring_kg2",
+        block: (threads(2), 1, 1),
+        shared_bytes_f32: shared_bytes(2),
+        symbols: kg2::SYMBOLS,
+        about: "kgroup_ring with two k-groups (8 warps)",
         ..INFO
     };
 
@@ -393,11 +397,11 @@ pub mod experiments {
         }
     }
 
-    /// Four k-groups.
-    pub mod kg4 {
+    /// Two k-groups.
+    pub mod kg2 {
         #[allow(clippy::too_many_arguments)]
         #[inline(always)]
-        unsafe fn sgemm_kgroup_ring_kg4(
+        unsafe fn sgemm_kgroup_ring_kg2(
             a: *const f32,
             b: *const f32,
             c: *mut f32,
@@ -410,11 +414,11 @@ pub mod experiments {
             alpha: f32,
             beta: f32,
         ) {
-            super::super::kgroup_ring::<4, 1>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+            super::super::kgroup_ring::<2, 4>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
         }
         crate::ptx_kernels! {
-            f32 fn sgemm_kgroup_ring_kg4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-                => sgemm_kgroup_ring_kg4_f32
+            f32 fn sgemm_kgroup_ring_kg2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
+                => sgemm_kgroup_ring_kg2_f32
         }
     }
 }
