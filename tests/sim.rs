@@ -710,7 +710,7 @@ fn kgroup_ring_wraps_its_ring_at_odd_shapes() {
     use rustile::gemm::{validate, GemmProblem};
     use rustile_kernels::gemm::v12_kgroup_ring::{experiments, INFO};
     let backend = Backend::Simulator(Simulator::default());
-    for k in [&INFO, &experiments::INFO_KG1, &experiments::INFO_KG2] {
+    for k in [&INFO, &experiments::INFO_KG1, &experiments::INFO_KG4] {
         for (m, n, kk) in [(130usize, 70usize, 333usize), (5, 129, 260), (128, 64, 256)] {
             let p = GemmProblem {
                 alpha: 0.75,

@@ -234,7 +234,7 @@ pub const HELPERS: &[&[Entry]] = &[
 pub const EXPERIMENTS: &[&KernelInfo] = &[
     &crate::gemm::v08_warptile::experiments::INFO_DB16_ASYNC,
     &crate::gemm::v12_kgroup_ring::experiments::INFO_KG1,
-    &crate::gemm::v12_kgroup_ring::experiments::INFO_KG2,
+    &crate::gemm::v12_kgroup_ring::experiments::INFO_KG4,
 ];
 
 /// Looks a variant up by family and name.

@@ -106,7 +106,7 @@ unsafe fn ld_shared_f32x2(addr: u32) -> [f32; 2] {
 /// within 128 registers).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
+unsafe fn kgroup_ring<const KG: u32, const AV: u32, const CONTIG: bool>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -147,10 +147,16 @@ unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
     let issue = |tile: u32, s: u32| {
         if tile < tiles {
             let kt = tile * bk;
-            // A thread's chunks are consecutive in one row (one pointer, immediate offsets).
+            // CONTIG: a thread's chunks are consecutive in one row (one pointer and immediate
+            // offsets: fewer registers); else consecutive threads take consecutive chunks (each
+            // copy instruction of a warp covers whole 32-byte sectors: faster, measured).
             let mut l = 0;
             while l < chunks_a {
-                let idx = t * chunks_a + l;
+                let idx = if CONTIG {
+                    t * chunks_a + l
+                } else {
+                    t + l * nthreads
+                };
                 let (r, x) = (idx / (bk / 4), (idx % (bk / 4)) * 4);
                 let (row, col) = (row0 + r, kt + x);
                 let dst = f32_addr(a_s(s), r * pa + x);
@@ -163,7 +169,11 @@ unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
             }
             let mut l = 0;
             while l < chunks_b {
-                let idx = t * chunks_b + l;
+                let idx = if CONTIG {
+                    t * chunks_b + l
+                } else {
+                    t + l * nthreads
+                };
                 let (kk, x) = (idx / (TILE.1 / 4), (idx % (TILE.1 / 4)) * 4);
                 let (row, col) = (kt + kk, col0 + x);
                 let dst = f32_addr(b_s(s), kk * TILE.1 + x);
@@ -305,11 +315,8 @@ unsafe fn kgroup_ring<const KG: u32, const AV: u32>(
     }
 }
 
-/// Four k-groups (16 warps, k-tile 64): the ladder's entry (A loaded 2 k at a time, so that
-/// 512 threads fit 128 registers without spilling).
-pub const KG: u32 = 4;
-/// A fragment width of the ladder's entry.
-const AV: u32 = 2;
+/// Two k-groups (8 warps, k-tile 32): the ladder's entry.
+pub const KG: u32 = 2;
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {
@@ -323,7 +330,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f32: shared_bytes(KG),
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
-    about: "128x64 tile, 3-stage cp.async ring on row-major A, 4 k-groups of 4 warps",
+    about: "128x64 tile, 3-stage cp.async ring on row-major A, 2 k-groups of 4 warps",
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -341,7 +348,7 @@ unsafe fn sgemm_kgroup_ring(
     alpha: f32,
     beta: f32,
 ) {
-    kgroup_ring::<KG, AV>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+    kgroup_ring::<KG, 4, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
 
 crate::ptx_kernels! {
@@ -349,7 +356,7 @@ crate::ptx_kernels! {
         => sgemm_kgroup_ring_f32
 }
 
-/// The same body with one and with two k-groups (`rustile bench gemm --variants`).
+/// The same body with one and with four k-groups (`rustile bench gemm --variants`).
 pub mod experiments {
     use super::*;
 
@@ -362,13 +369,14 @@ pub mod experiments {
         about: "kgroup_ring with one k-group (4 warps)",
         ..INFO
     };
-    /// Two groups: 8 warps, k-tile 32.
-    pub const INFO_KG2: KernelInfo = KernelInfo {
-        name: "kgroup_ring_kg2",
-        block: (threads(2), 1, 1),
-        shared_bytes_f32: shared_bytes(2),
-        symbols: kg2::SYMBOLS,
-        about: "kgroup_ring with two k-groups (8 warps)",
+    /// Four groups: 16 warps, k-tile 64. 512 threads leave 128 registers each: A is loaded 2 k
+    /// at a time and each thread's copies are contiguous, or ptxas spills.
+    pub const INFO_KG4: KernelInfo = KernelInfo {
+        name: "kgroup_ring_kg4",
+        block: (threads(4), 1, 1),
+        shared_bytes_f32: shared_bytes(4),
+        symbols: kg4::SYMBOLS,
+        about: "kgroup_ring with four k-groups (16 warps)",
         ..INFO
     };
 
@@ -389,7 +397,7 @@ pub mod experiments {
             alpha: f32,
             beta: f32,
         ) {
-            super::super::kgroup_ring::<1, 4>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+            super::super::kgroup_ring::<1, 4, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
         }
         crate::ptx_kernels! {
             f32 fn sgemm_kgroup_ring_kg1(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
@@ -397,11 +405,11 @@ pub mod experiments {
         }
     }
 
-    /// Two k-groups.
-    pub mod kg2 {
+    /// Four k-groups.
+    pub mod kg4 {
         #[allow(clippy::too_many_arguments)]
         #[inline(always)]
-        unsafe fn sgemm_kgroup_ring_kg2(
+        unsafe fn sgemm_kgroup_ring_kg4(
             a: *const f32,
             b: *const f32,
             c: *mut f32,
@@ -414,11 +422,11 @@ pub mod experiments {
             alpha: f32,
             beta: f32,
         ) {
-            super::super::kgroup_ring::<2, 4>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
+            super::super::kgroup_ring::<4, 2, true>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
         }
         crate::ptx_kernels! {
-            f32 fn sgemm_kgroup_ring_kg2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-                => sgemm_kgroup_ring_kg2_f32
+            f32 fn sgemm_kgroup_ring_kg4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
+                => sgemm_kgroup_ring_kg4_f32
         }
     }
 }
