@@ -10,19 +10,25 @@
 //! - the k-tile is `16·KG` deep and `KG` groups of 4 warps each take 16 of it, so an SM holds
 //!   `4·KG` warps on one tile (latency hiding) without shrinking the per-lane 8×8 block (4 shared
 //!   loads per 64 FMAs). After the last k-tile the groups add their partial tiles through
-//!   shared memory and the block writes C with coalesced stores;
+//!   shared memory (over the idle ring) and the block writes C with coalesced stores;
 //! - A is read row-major: a lane's 8 rows are `lr + 8·i` of its 64×32 warp tile, and one
 //!   16-byte shared load gives one row's 4 consecutive k, so 8 loads feed 4 k-steps (the same
 //!   2 A loads per k as a k-major Aᵀ tile). The A tile's row pitch is `16·KG + 4` floats (a
 //!   multiple of 4 whose quarter is odd), so the 8 rows of one load fall in 8 different bank
 //!   quads: conflict-free. No transposed copy of A is needed, so there is no extra launch.
 //!
-//! Tile 128×64, warp tile 64×32, `128·KG` threads. Shared per stage: `(128·(16·KG + 4) +
-//! 16·KG·64)·4` bytes (KG 2: 26 KiB; 3 stages 78 KiB). Arithmetic intensity per k-tile: 128·64
-//! FMAs per 192 floats loaded = 42.7 FMA per float (L2 traffic is not the limit: 1000³ moves
-//! ~8 MB from DRAM). The bound at 1000³ is the FMA issue rate of one 128×64 tile per SM:
-//! 128·64·1000 FMAs / 128 lanes / 1.98 GHz = 32 µs at peak, against cuBLAS's 64 µs.
-//! Same contract as the ladder (row-major A, `lda`, `ldb` multiples of 4, A and B 16-byte
+//! Ladder entry: `KG` = 2 (8 warps, 256 threads, k-tile 32), 168 registers, no spills. Shared:
+//! 3 stages × (128·36 + 32·64)·4 B = 78 KiB (one block per SM; the 2 × 128 × 68 floats of
+//! partial tiles, 68 KiB, reuse it). Arithmetic intensity per k-tile: 128·64·32 FMAs per
+//! (128 + 64)·32 floats = 42.7 FMAs per float loaded; the ~8 MB a 1000³ product reads from DRAM
+//! take 2 µs, so the bound is the FMA issue rate of one 128×64 tile per SM: 128·64·1000 FMAs /
+//! 128 lanes / 1.98 GHz = 32 µs, against cuBLAS's 62 µs.
+//!
+//! Measured (H200, `bench-results/2026-11-30-h200-sgemm-1000/`): 1000³ 27.5 TFLOP/s = 0.86×
+//! cuBLAS (73 µs; v10: 0.55×), 1024³ 0.92×, 768³ 0.70×, 512³ 0.45× (the dispatcher keeps NT
+//! split-K there, 0.51×). One k-group (`kgroup_ring_kg1`, 4 warps): 0.77× at 1000³; four
+//! (`kgroup_ring_kg4`, 16 warps; needs 2-k A loads and contiguous copies to fit 128 registers):
+//! 0.81×. Same contract as the ladder (row-major A, `lda`, `ldb` multiples of 4, A and B 16-byte
 //! aligned).
 
 use super::{at, epilogue, f32_addr, ld4_or_zero};
