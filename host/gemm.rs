@@ -4,7 +4,7 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v10_tile_128x64, v11_nt_pipeline};
+use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::backend::{Backend, Buf};
@@ -227,11 +227,12 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 /// The variant the dispatcher runs for `problem` on a GPU of `sm_count` SMs (measurements in
 /// `bench-results/`): operands whose rows are not 16-byte multiples are padded first by
 /// [`run`], so only the grid matters here. When the 128×128 tiles are fewer than the SMs, the
-/// 128×64 tile (twice the blocks); otherwise the 128×128 warp tile.
+/// 128×64 k-group ring (twice the blocks, loads overlapped with the FMAs, 8 warps per tile);
+/// otherwise the 128×128 warp tile.
 pub fn dispatch(problem: &GemmProblem, sm_count: u32) -> &'static KernelInfo {
     let tiles = problem.m.div_ceil(128) * problem.n.div_ceil(128);
     if tiles < sm_count as usize {
-        &v10_tile_128x64::INFO
+        &v12_kgroup_ring::INFO
     } else {
         &v08_warptile::INFO
     }
@@ -544,13 +545,14 @@ fn pad_into(
 }
 
 /// Split-K slices the dispatcher uses for `p` on `sm_count` SMs: when even the 128×64 tiles
-/// would fill under three quarters of the SMs, enough slices of K for two 128×128 blocks per SM
-/// (each slice keeping ≥ 128 of K); else 1. Measured on the H200: 512³ 0.49× cuBLAS with split-K
-/// against 0.28× with the 128×64 tile; 1000³ 0.52× against 0.56×.
+/// would fill under half of the SMs, enough slices of K for two 128×128 blocks per SM (each
+/// slice keeping ≥ 128 of K); else 1. Measured on the H200: 512³ 0.49× cuBLAS with split-K
+/// against 0.28× with the 128×64 tile; at 768³ (72 tiles of 128×64) the k-group ring (0.73×)
+/// beats NT split-K (0.63×).
 pub fn split_k_slices(p: &GemmProblem, sm_count: u32) -> u32 {
     let tiles = (p.m.div_ceil(128) * p.n.div_ceil(128)) as u32;
     let narrow_tiles = (p.m.div_ceil(128) * p.n.div_ceil(64)) as u32;
-    if tiles >= sm_count || 4 * narrow_tiles >= 3 * sm_count {
+    if tiles >= sm_count || 2 * narrow_tiles >= sm_count {
         return 1;
     }
     let want = (2 * sm_count).div_ceil(tiles.max(1));
@@ -707,13 +709,13 @@ pub fn run(
     // transpose and run the cp.async pipeline (measured faster than the warp tile; see notes).
     let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
     let nt_eligible = p.k > 0 && p.lda == p.k && p.m.is_multiple_of(4) && q.ldb == p.ldb;
-    // Grids too small even for the 128×64 tile: the NT pipeline split over K into enough slices
-    // for two 128×128 blocks per SM (each slice keeping ≥ 128 of K), then the reduction.
-    // Measured on the H200 (bench-results/2026-11-30-h200-small-and-crossover): 512³ 0.505×
-    // cuBLAS (warp-tile split-K 0.496×, 128×64 tile 0.289×); at 1000³ the 128×64 tile is better
-    // (0.556× against 0.542×), so there the split is not used.
+    // Grids too small even for the 128×64 tile (under half the SMs): the NT pipeline split over
+    // K into enough slices for two 128×128 blocks per SM (each slice keeping ≥ 128 of K), then
+    // the reduction. Measured on the H200 (bench-results/2026-11-30-h200-sgemm-1000): 512³
+    // 0.51× cuBLAS (k-group ring 0.48×); at 768³ and 1000³ the k-group ring wins (0.73× / 0.91×
+    // against 0.63× / 0.54×), so there the split is not used.
     let narrow_tiles = p.m.div_ceil(128) * p.n.div_ceil(64);
-    let nt_splits = if tiles < sm_count as usize && 4 * narrow_tiles < 3 * sm_count as usize {
+    let nt_splits = if tiles < sm_count as usize && 2 * narrow_tiles < sm_count as usize {
         (2 * sm_count as usize)
             .div_ceil(tiles.max(1))
             .min(p.k / 128)

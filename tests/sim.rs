@@ -702,3 +702,23 @@ fn nt_split_k_matches_the_reference() {
     let e = relative_error(&p, &sim.read(&dc).unwrap(), &p.reference(&a, &b, &c0));
     assert!(e < p.tolerance(), "NT split-K error {e:.2e}");
 }
+
+#[test]
+fn kgroup_ring_wraps_its_ring_at_odd_shapes() {
+    // The validation shapes have K ≤ 64: one or two k-tiles of 32 or 64. These run the ring
+    // several times around, with partial last k-tiles, edge tiles in M and N, and β ≠ 0.
+    use rustile::gemm::{validate, GemmProblem};
+    use rustile_kernels::gemm::v12_kgroup_ring::{experiments, INFO};
+    let backend = Backend::Simulator(Simulator::default());
+    for k in [&INFO, &experiments::INFO_KG1, &experiments::INFO_KG4] {
+        for (m, n, kk) in [(130usize, 70usize, 333usize), (5, 129, 260), (128, 64, 256)] {
+            let p = GemmProblem {
+                alpha: 0.75,
+                beta: -0.5,
+                ..GemmProblem::new(m, n, kk)
+            }
+            .aligned();
+            validate(&backend, k, &p, seed()).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+        }
+    }
+}

@@ -216,6 +216,7 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::gemm::v08_warptile::INFO,
     &crate::gemm::v09_double_buffer::INFO,
     &crate::gemm::v10_tile_128x64::INFO,
+    &crate::gemm::v12_kgroup_ring::INFO,
 ];
 
 /// Kernels that are not variants of a family but helpers the host launches (the SGEMM
@@ -230,7 +231,11 @@ pub const HELPERS: &[&[Entry]] = &[
 
 /// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of
 /// a family's ladder, validation or dispatcher.
-pub const EXPERIMENTS: &[&KernelInfo] = &[&crate::gemm::v08_warptile::experiments::INFO_DB16_ASYNC];
+pub const EXPERIMENTS: &[&KernelInfo] = &[
+    &crate::gemm::v08_warptile::experiments::INFO_DB16_ASYNC,
+    &crate::gemm::v12_kgroup_ring::experiments::INFO_KG1,
+    &crate::gemm::v12_kgroup_ring::experiments::INFO_KG4,
+];
 
 /// Looks a variant up by family and name.
 pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {

@@ -27,6 +27,7 @@ pub mod v08_warptile;
 pub mod v09_double_buffer;
 pub mod v10_tile_128x64;
 pub mod v11_nt_pipeline;
+pub mod v12_kgroup_ring;
 
 use crate::gpu::{self, Elem};
 
