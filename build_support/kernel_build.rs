@@ -106,12 +106,17 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("sgemm_kgroup_ring_kg4_f32", 512, 1),
 ];
 
-/// Inserts the [`LAUNCH_BOUNDS`] directives after each named entry's parameter list.
+/// Inserts the [`LAUNCH_BOUNDS`] directives after each named entry's parameter list, and drops
+/// LLVM's `// begin inline asm` / `// end inline asm` comment lines.
 #[allow(dead_code)]
 pub fn apply_launch_bounds(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 256);
     let mut pending: Option<(u32, u32)> = None;
     for line in ptx.lines() {
+        // LLVM brackets every inline asm with these comments: megabytes of PTX, no meaning.
+        if matches!(line.trim(), "// begin inline asm" | "// end inline asm") {
+            continue;
+        }
         out.push_str(line);
         out.push('\n');
         if let Some(rest) = line.trim_start().strip_prefix(".visible .entry ") {

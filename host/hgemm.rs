@@ -122,7 +122,11 @@ impl Variant {
         Self::ALL
             .into_iter()
             .find(|v| v.name() == s)
-            .ok_or_else(|| Error::Usage(format!("unknown hgemm variant `{s}` (mma, mma_pipeline, wgmma_ws)")))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "unknown hgemm variant `{s}` (mma, mma_pipeline, wgmma_ws)"
+                ))
+            })
     }
 
     /// The flavour the variant needs.
@@ -403,8 +407,8 @@ pub fn prepare(
     gpu: &Gpu,
     variant: Option<Variant>,
     p: &Problem,
-    a: &CudaSlice<u16>,
-    b: &CudaSlice<u16>,
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
     c: &Out<'_>,
     bias: Option<&CudaSlice<f32>>,
 ) -> Result<Prepared> {
@@ -473,24 +477,12 @@ pub fn prepare(
             ),
         });
     }
-    let mut symbol = variant.symbol(p);
-    // Tile-configuration experiments of the sm_80 kernel (f16 → f16 only): `x0`…`x5`.
-    let experiment = match (variant, std::env::var("RUSTILE_HGEMM_MMA_CFG")) {
-        (Variant::MmaPipeline, Ok(x)) => {
-            let i: usize = x
-                .strip_prefix('x')
-                .and_then(|i| i.parse().ok())
-                .filter(|&i| i < v02_mma_pipeline::EXPERIMENTS.len())
-                .ok_or_else(|| Error::Usage(format!("RUSTILE_HGEMM_MMA_CFG={x}: want x0…x5")))?;
-            symbol = symbol.replace("hgemm_mma_pipeline_", &format!("hgemm_mma_pipeline_x{i}_"));
-            Some(v02_mma_pipeline::EXPERIMENTS[i])
-        }
-        _ => None,
-    };
+    let symbol = variant.symbol(p);
     let func = gpu.function(&symbol)?;
     let (threads, shared, grid) = match variant {
         Variant::WgmmaWs => {
-            let tiles = p.m.div_ceil(v03_wgmma_ws::BM as usize) * p.n.div_ceil(v03_wgmma_ws::BN as usize);
+            let tiles =
+                p.m.div_ceil(v03_wgmma_ws::BM as usize) * p.n.div_ceil(v03_wgmma_ws::BN as usize);
             let grid = tiles.min(gpu.info().sm_count as usize).max(1) as u32;
             (v03_wgmma_ws::THREADS, v03_wgmma_ws::SHARED_BYTES, (grid, 1))
         }
@@ -502,14 +494,6 @@ pub fn prepare(
                 p.m.div_ceil(v01_mma::BM as usize) as u32,
             ),
         ),
-        Variant::MmaPipeline if experiment.is_some() => {
-            let (bm, bn, bk, wm, wn, st) = experiment.unwrap_or_default();
-            (
-                32 * wm * wn,
-                v02_mma_pipeline::shared_bytes(bm, bn, bk, st),
-                (p.n.div_ceil(bn as usize) as u32, p.m.div_ceil(bm as usize) as u32),
-            )
-        }
         Variant::MmaPipeline => (
             v02_mma_pipeline::THREADS,
             v02_mma_pipeline::SHARED_BYTES,
@@ -572,8 +556,8 @@ impl Prepared {
     pub fn launch(
         &self,
         stream: &Arc<CudaStream>,
-        a: &CudaSlice<u16>,
-        b: &CudaSlice<u16>,
+        a: &impl DevicePtr<u16>,
+        b: &impl DevicePtr<u16>,
         c: &mut Out<'_>,
         bias: Option<&CudaSlice<f32>>,
     ) -> Result<()> {
@@ -638,8 +622,8 @@ pub fn run(
     gpu: &Gpu,
     variant: Option<Variant>,
     p: &Problem,
-    a: &CudaSlice<u16>,
-    b: &CudaSlice<u16>,
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
     c: &mut Out<'_>,
     bias: Option<&CudaSlice<f32>>,
 ) -> Result<Variant> {
@@ -653,8 +637,8 @@ pub fn cublas(
     blas: &CudaBlas,
     stream: &Arc<CudaStream>,
     p: &Problem,
-    a: &CudaSlice<u16>,
-    b: &CudaSlice<u16>,
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
     c: &mut Out<'_>,
 ) -> Result<()> {
     use cudarc::cublas::result::gemm_ex;
@@ -775,7 +759,9 @@ pub fn compare(p: &Problem, x: &Inputs, got: &[f32], which: &[(usize, usize)]) -
         let g = got[i * p.ldc + j] as f64;
         let tol = tolerance(p, r, s);
         if g.is_nan() || (g - r).abs() > tol {
-            Some(format!("C[{i}][{j}] = {g}, float64 reference {r} (tolerance {tol:.3e})"))
+            Some(format!(
+                "C[{i}][{j}] = {g}, float64 reference {r} (tolerance {tol:.3e})"
+            ))
         } else {
             None
         }
@@ -794,7 +780,9 @@ pub fn compare(p: &Problem, x: &Inputs, got: &[f32], which: &[(usize, usize)]) -
 /// and column (the tails), the corners, and `samples` random ones.
 pub fn elements_to_check(p: &Problem, samples: usize, seed: u64) -> Vec<(usize, usize)> {
     if (p.m * p.n) as f64 * p.k as f64 <= 2e9 {
-        return (0..p.m).flat_map(|i| (0..p.n).map(move |j| (i, j))).collect();
+        return (0..p.m)
+            .flat_map(|i| (0..p.n).map(move |j| (i, j)))
+            .collect();
     }
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut v: Vec<(usize, usize)> = (0..samples)
@@ -866,7 +854,15 @@ pub fn validate(
                 x.c.iter().map(|&v| p.ty.round(v)).collect()
             };
             let mut c = gpu.upload(&init, "hgemm C")?;
-            let used = run(gpu, variant, p, &a, &b, &mut Out::Half(&mut c), bias.as_ref())?;
+            let used = run(
+                gpu,
+                variant,
+                p,
+                &a,
+                &b,
+                &mut Out::Half(&mut c),
+                bias.as_ref(),
+            )?;
             let bits = gpu.download(&c, "hgemm C")?;
             (bits.iter().map(|&h| p.ty.widen(h)).collect(), used)
         }
@@ -877,7 +873,15 @@ pub fn validate(
                 x.c.clone()
             };
             let mut c = gpu.upload(&init, "hgemm C")?;
-            let used = run(gpu, variant, p, &a, &b, &mut Out::F32(&mut c), bias.as_ref())?;
+            let used = run(
+                gpu,
+                variant,
+                p,
+                &a,
+                &b,
+                &mut Out::F32(&mut c),
+                bias.as_ref(),
+            )?;
             (gpu.download(&c, "hgemm C")?, used)
         }
     };
@@ -915,7 +919,13 @@ pub struct BenchRow {
 
 /// Times `variant` and cuBLAS on `p` (output poisoning off, β = 0 unless `p` says otherwise),
 /// rotating input sets past the L2.
-pub fn bench(gpu: &Gpu, blas: &CudaBlas, variant: Option<Variant>, p: &Problem, timing: &TimingConfig) -> Result<BenchRow> {
+pub fn bench(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    variant: Option<Variant>,
+    p: &Problem,
+    timing: &TimingConfig,
+) -> Result<BenchRow> {
     let [la, lb, lc] = p.lens();
     let set_bytes = ((la + lb) * 2 + lc * p.out_bytes()) as u64;
     let sets = harness::rotation_sets(gpu.info().l2_bytes, set_bytes).min(8);
@@ -969,4 +979,134 @@ pub fn bench(gpu: &Gpu, blas: &CudaBlas, variant: Option<Variant>, p: &Problem, 
         ours,
         cublas: theirs,
     })
+}
+
+/// Runs an `mma.sync` variant in rustile's simulator on fresh random inputs and compares every
+/// element with float64 (the CPU-side check of the sm_80 kernels; `wgmma` has no simulator
+/// model). β ≠ 0 reads C's random old values; otherwise C starts as NaN.
+pub fn validate_sim(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
+    use rustile_kernels::hgemm::{v01_mma, v02_mma_pipeline};
+    p.check()?;
+    let (entries, threads, shared, (bm, bn)) = match variant {
+        Variant::Mma => (
+            v01_mma::ENTRIES,
+            v01_mma::THREADS,
+            v01_mma::SHARED_BYTES,
+            (v01_mma::BM, v01_mma::BN),
+        ),
+        Variant::MmaPipeline => {
+            if !p.tma_ok([0, 0]) {
+                return Err(Error::Unsupported {
+                    kernel: "hgemm/mma_pipeline".into(),
+                    what: "pitches must be multiples of 8 elements".into(),
+                });
+            }
+            (
+                v02_mma_pipeline::ENTRIES,
+                v02_mma_pipeline::THREADS,
+                v02_mma_pipeline::SHARED_BYTES,
+                (v02_mma_pipeline::BM, v02_mma_pipeline::BN),
+            )
+        }
+        Variant::WgmmaWs => {
+            return Err(Error::Unsupported {
+                kernel: "hgemm/wgmma_ws".into(),
+                what: "wgmma, TMA and mbarrier are not modelled by the simulator".into(),
+            })
+        }
+    };
+    let symbol = variant.symbol(p);
+    let entry = entries
+        .iter()
+        .find(|(s, _)| *s == symbol)
+        .map(|(_, e)| *e)
+        .ok_or_else(|| Error::Usage(format!("no simulator entry `{symbol}`")))?;
+    let [la, lb, lc] = p.lens();
+    let x = Inputs {
+        a: random_bits(p.ty, la, seed),
+        b: random_bits(p.ty, lb, seed ^ 0x9E37_79B9),
+        c: {
+            let mut rng = SmallRng::seed_from_u64(seed ^ 0x51);
+            (0..lc)
+                .map(|_| {
+                    let v: f32 = rng.random_range(-1.0..1.0);
+                    match p.out {
+                        OutType::Same => p.ty.widen(p.ty.round(v)),
+                        OutType::F32 => v,
+                    }
+                })
+                .collect()
+        },
+        bias: with_bias.then(|| {
+            let mut rng = SmallRng::seed_from_u64(seed ^ 0xB1A5);
+            (0..p.n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+        }),
+    };
+    let a = sim.alloc::<u16>(la.max(1), "A")?;
+    sim.write(&a, &x.a)?;
+    let b = sim.alloc::<u16>(lb.max(1), "B")?;
+    sim.write(&b, &x.b)?;
+    let bias = match &x.bias {
+        Some(v) => {
+            let buf = sim.alloc::<f32>(v.len(), "bias")?;
+            sim.write(&buf, v)?;
+            buf.addr()
+        }
+        None => 0,
+    };
+    let launch = crate::sim::SimLaunch {
+        grid: (
+            p.n.div_ceil(bn as usize) as u32,
+            p.m.div_ceil(bm as usize) as u32,
+            1,
+        ),
+        block: (threads, 1, 1),
+        shared_bytes: shared,
+    };
+    let scalars = [
+        p.m as u64,
+        p.n as u64,
+        p.k as u64,
+        p.lda as u64,
+        p.ldb as u64,
+        p.ldc as u64,
+        p.alpha.to_bits() as u64,
+        p.beta.to_bits() as u64,
+        p.relu as u64,
+    ];
+    let got: Vec<f32> = match p.out {
+        OutType::Same => {
+            let c = sim.alloc::<u16>(lc, "C")?;
+            let init: Vec<u16> = if p.beta == 0.0 {
+                vec![0x7FFF; lc]
+            } else {
+                x.c.iter().map(|&v| p.ty.round(v)).collect()
+            };
+            sim.write(&c, &init)?;
+            let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
+            args.extend(scalars);
+            sim.launch(&symbol, entry, &launch, &args)?;
+            sim.read(&c)?.iter().map(|&h| p.ty.widen(h)).collect()
+        }
+        OutType::F32 => {
+            let c = sim.alloc::<f32>(lc, "C")?;
+            let init = if p.beta == 0.0 {
+                vec![f32::NAN; lc]
+            } else {
+                x.c.clone()
+            };
+            sim.write(&c, &init)?;
+            let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
+            args.extend(scalars);
+            sim.launch(&symbol, entry, &launch, &args)?;
+            sim.read(&c)?
+        }
+    };
+    finish(p, &x, got, variant, seed)
 }

@@ -195,7 +195,13 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
             "--variants" => {
                 variants = value()?
                     .split(',')
-                    .map(|v| if v == "auto" { Ok(None) } else { Variant::parse(v).map(Some) })
+                    .map(|v| {
+                        if v == "auto" {
+                            Ok(None)
+                        } else {
+                            Variant::parse(v).map(Some)
+                        }
+                    })
                     .collect::<Result<_>>()?
             }
             "--types" => {
@@ -238,8 +244,8 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
             other => return Err(Error::Usage(format!("unknown flag `{other}`\n{USAGE}"))),
         }
     }
-    let blas = CudaBlas::new(gpu.stream().clone())
-        .map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    let blas =
+        CudaBlas::new(gpu.stream().clone()).map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
     println!(
         "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | median ms | cuBLAS ms |"
     );

@@ -103,6 +103,65 @@ pub fn assemble(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<Vec<Ke
     Ok(parse(&log, arch))
 }
 
+/// Assembles `ptx` for `arch` and disassembles the cubin with `cuobjdump -sass` (found next to
+/// `ptxas`, as in the `nvidia-cuda-nvcc` wheel and CUDA installs). Returns ptxas's log and the
+/// SASS.
+pub fn assemble_sass(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<(String, String)> {
+    let dir = std::env::temp_dir().join(format!("rustile-sass-{}-{arch}", std::process::id()));
+    let io = |source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let input = dir.join("kernels.ptx");
+    let cubin = dir.join("kernels.cubin");
+    std::fs::write(&input, ptx).map_err(io)?;
+    let run = |cmd: &mut Command, what: &str| {
+        let out = cmd.output().map_err(|source| Error::Io {
+            path: what.to_string(),
+            source,
+        })?;
+        if !out.status.success() {
+            return Err(Error::Usage(format!(
+                "{what} failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        Ok(out)
+    };
+    let result = (|| {
+        let asm = run(
+            Command::new(ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg("-v")
+                .arg(&input)
+                .arg("-o")
+                .arg(&cubin),
+            "ptxas",
+        )?;
+        let cuobjdump = ptxas.with_file_name("cuobjdump");
+        let dis = run(
+            Command::new(&cuobjdump).arg("-sass").arg(&cubin),
+            "cuobjdump",
+        )?;
+        Ok((
+            String::from_utf8_lossy(&asm.stderr).into_owned(),
+            String::from_utf8_lossy(&dis.stdout).into_owned(),
+        ))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// The SASS of one function from `cuobjdump -sass` output.
+pub fn sass_function<'a>(sass: &'a str, symbol: &str) -> Option<&'a str> {
+    let header = format!("Function : {symbol}\n");
+    let start = sass.find(&header)? + header.len();
+    let rest = &sass[start..];
+    let end = rest.find("Function : ").unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
 /// Parses `ptxas -v` output.
 pub fn parse(log: &str, arch: &str) -> Vec<KernelResources> {
     let number_before = |line: &str, unit: &str| -> u32 {

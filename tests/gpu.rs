@@ -315,3 +315,58 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
     .unwrap_err();
     assert!(e.to_string().contains("multiples of 4"), "{e}");
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_every_variant_matches_float64_at_odd_shapes() {
+    // Small and odd shapes for every variant the device runs (wgmma on Hopper), K = 0 and 1,
+    // α/β/bias/ReLU, padded pitches; fresh inputs, NaN-poisoned outputs.
+    let gpu = gpu();
+    let n = rustile::hgemm_cli::validate(&gpu, true, fresh_seed()).unwrap();
+    println!("hgemm: {n} cases pass against float64");
+    assert!(n >= 100, "only {n} cases ran");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_bad_input_is_a_typed_error() {
+    use rustile::hgemm::{self, InType, Out, Problem, Variant};
+    let gpu = gpu();
+    let p = Problem::new(InType::F16, 64, 64, 64);
+    let a = gpu.alloc::<u16>(64 * 64, "a").unwrap();
+    let short = gpu.alloc::<u16>(64 * 63, "b").unwrap();
+    let mut c = gpu.alloc::<u16>(64 * 64, "c").unwrap();
+    // B too short.
+    let r = hgemm::run(&gpu, None, &p, &a, &short, &mut Out::Half(&mut c), None);
+    assert!(matches!(r, Err(Error::BufferLength { .. })), "{r:?}");
+    // Output type differs from the problem's.
+    let b = gpu.alloc::<u16>(64 * 64, "b").unwrap();
+    let mut cf = gpu.alloc::<f32>(64 * 64, "c").unwrap();
+    let r = hgemm::run(&gpu, None, &p, &a, &b, &mut Out::F32(&mut cf), None);
+    assert!(matches!(r, Err(Error::Usage(_))), "{r:?}");
+    // An unaligned pitch with an aligned-only kernel.
+    let mut q = Problem::new(InType::F16, 64, 64, 60);
+    q.lda = 61;
+    let a2 = gpu.alloc::<u16>(64 * 61, "a").unwrap();
+    for v in [Variant::MmaPipeline, Variant::WgmmaWs] {
+        let r = hgemm::run(&gpu, Some(v), &q, &a2, &b, &mut Out::Half(&mut c), None);
+        assert!(
+            matches!(r, Err(Error::Unsupported { .. })),
+            "{}: {r:?}",
+            v.name()
+        );
+    }
+    // A view at an odd address: TMA and cp.async need 16 bytes; the selection falls back.
+    let view = a.slice(1..);
+    let p1 = Problem::new(InType::F16, 63, 64, 64);
+    let r = hgemm::run(
+        &gpu,
+        Some(Variant::WgmmaWs),
+        &p1,
+        &view,
+        &b,
+        &mut Out::Half(&mut c),
+        None,
+    );
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+}

@@ -86,13 +86,18 @@ fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
                 .flat_map(|k| k.symbols.iter().map(|e| e.symbol)),
         )
         .collect();
-    registered.sort_unstable();
+    registered.extend(rustile_kernels::hgemm::mma_symbols());
     for flavour in Flavour::ALL {
+        let mut want = registered.clone();
+        if flavour == Flavour::Sm90a {
+            want.extend(rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS);
+        }
+        want.sort_unstable();
         let mut entries = ptx::entries(flavour.text());
         entries.sort_unstable();
         assert_eq!(
             entries,
-            registered,
+            want,
             "{}: entry points differ from the registry",
             flavour.name()
         );
@@ -186,4 +191,37 @@ fn ptxas_log_parses() {
             spill_loads: 12,
         }]
     );
+}
+
+#[test]
+fn wgmma_kernels_are_hgmma_in_sass_and_never_serialized() {
+    let Some(ptxas) = ptxas::find() else {
+        assert!(!strict(), "RUSTILE_STRICT=1 but ptxas was not found");
+        println!("SKIPPED: ptxas not found; this check did not run");
+        return;
+    };
+    let (log, sass) = match ptxas::assemble_sass(&ptxas, Flavour::Sm90a.text(), "sm_90a") {
+        Ok(x) => x,
+        Err(e) => {
+            assert!(
+                !strict(),
+                "RUSTILE_STRICT=1 but SASS could not be produced: {e}"
+            );
+            println!("SKIPPED: {e}");
+            return;
+        }
+    };
+    // ptxas serializes wgmma (and says so) when other instructions touch the accumulators
+    // between issue and wait: the generated wrappers exist to prevent exactly that.
+    assert!(
+        !log.contains("C7514") && !log.contains("C7517") && !log.contains("serialized"),
+        "ptxas serialized wgmma:\n{log}"
+    );
+    for symbol in rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS {
+        let body = ptxas::sass_function(&sass, symbol)
+            .unwrap_or_else(|| panic!("{symbol} missing from the SASS"));
+        let hgmma = body.matches("HGMMA").count();
+        assert!(hgmma >= 4, "{symbol}: {hgmma} HGMMA instructions");
+        println!("{symbol}: {hgmma} HGMMA");
+    }
 }

@@ -150,7 +150,12 @@ pub fn matrix_descriptor(addr: u32, lbo: u32, sbo: u32, swizzle: Swizzle) -> u64
 #[inline(always)]
 pub fn wgmma_fence() {
     // SAFETY: a fence; warpgroup-collective, no operands.
-    unsafe { core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!(
+            "wgmma.fence.sync.aligned;",
+            options(nostack, preserves_flags)
+        )
+    }
 }
 
 /// `wgmma.commit_group`: closes the group of `wgmma`s issued since the last commit.

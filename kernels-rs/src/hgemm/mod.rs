@@ -38,6 +38,13 @@ macro_rules! unroll {
     (@at $o:expr, $j:ident, $body:block) => {{ #[allow(clippy::identity_op, clippy::erasing_op)] let $j: usize = $o; $body }};
 }
 
+/// Every `mma.sync` entry point (both PTX flavours).
+pub fn mma_symbols() -> impl Iterator<Item = &'static str> {
+    [v01_mma::ENTRIES, v02_mma_pipeline::ENTRIES]
+        .into_iter()
+        .flat_map(|e| e.iter().map(|(s, _)| *s))
+}
+
 /// Entry points of an `mma.sync` variant: one `extern "ptx-kernel"` per instantiation (both
 /// flavours) and its simulator entry, plus `ENTRIES`, the `(symbol, simulator entry)` table the
 /// host looks symbols up in. Every `mma` kernel takes `(a, b, c, bias, m, n, k, lda, ldb, ldc,
@@ -376,7 +383,10 @@ impl<O: TcOut> Epilogue<O> {
         }
         let at = self.c.add(row as usize * self.ldc as usize + col as usize);
         if col + 1 < self.n && pairs_aligned::<O>(self.c, self.ldc) {
-            let (r0, r1) = (self.finish(at, col, v0), self.finish(at.add(1), col + 1, v1));
+            let (r0, r1) = (
+                self.finish(at, col, v0),
+                self.finish(at.add(1), col + 1, v1),
+            );
             O::store2(at, r0, r1);
             return;
         }

@@ -42,17 +42,14 @@ pub const fn shared_bytes(bm: u32, bn: u32, bk: u32, stages: u32) -> usize {
     (stages * (bm + bn) * bk * 2) as usize
 }
 
-/// Tile configurations measured against the default (`EXPERIMENTS[i]` is entry suffix
-/// `_x{i}`): `(BM, BN, BK, warps along M, warps along N, stages)`. `notes/hgemm.md` has the
-/// numbers.
-pub const EXPERIMENTS: [(u32, u32, u32, u32, u32, u32); 6] = [
-    (128, 128, 64, 2, 2, 3),
-    (128, 128, 32, 2, 4, 4),
-    (256, 128, 32, 4, 2, 3),
-    (128, 128, 32, 4, 2, 4),
-    (64, 128, 32, 1, 2, 4),
-    (128, 128, 32, 2, 2, 3),
-];
+/// Tile configurations measured against this one on the H200 (8192³, f16, B row-major / B
+/// transposed, × cuBLAS), each a `config!` line away; `notes/hgemm.md` has the runs:
+/// 128×128×32, 2×2 warps, 4 stages (this one): 0.424 / 0.479;
+/// 128×128×64, 2×2, 3 stages: 0.380 / 0.414; 128×128×64, 2×2, 2 stages: 0.401 / 0.411;
+/// 128×128×32, 2×4 warps (64×32 each), 4 stages: 0.416 / 0.477;
+/// 128×128×32, 4×2 warps (32×64 each), 4 stages: 0.407 / 0.480;
+/// 128×256×32, 2×4 warps, 3 stages: 0.378 / 0.420; 128×128×32, 2×2, 3 stages: 0.435 / 0.454.
+pub const TUNED: &str = "128x128x32, 2x2 warps, 4 stages";
 
 /// Shared offset of 16-byte chunk `ch` of row `row` in a tile of `CHUNKS`-chunk rows, XOR-
 /// swizzled so the eight rows of an `ldmatrix` phase hit eight different bank groups: 64-byte
@@ -103,7 +100,15 @@ unsafe fn load_chunk<const ALIGNED: bool>(
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-unsafe fn load_stage<const TRANS_B: u32, const ALIGNED: bool, const BM_: u32, const BN_: u32, const BK_: u32, const WM: u32, const WN: u32>(
+unsafe fn load_stage<
+    const TRANS_B: u32,
+    const ALIGNED: bool,
+    const BM_: u32,
+    const BN_: u32,
+    const BK_: u32,
+    const WM: u32,
+    const WN: u32,
+>(
     sa: u32,
     sb: u32,
     a: *const u16,
@@ -116,26 +121,29 @@ unsafe fn load_stage<const TRANS_B: u32, const ALIGNED: bool, const BM_: u32, co
     let nc = BN_ / 8;
     let threads = 32 * WM * WN;
     let t = gpu::thread_idx_x();
-    // A: BM rows × kc chunks.
-    let mut id = t;
-    while id < BM_ * kc {
-        let (row, ch) = (id / kc, id % kc);
-        load_chunk::<ALIGNED>(sa + off(kc, row, ch), a, m0 + row, k0 + 8 * ch, m, k, lda);
-        id += threads;
-    }
-    let mut id = t;
-    while id < BN_ * kc {
-        if TRANS_B == 1 {
-            // B: BK k-rows × nc chunks of n.
-            let (row, ch) = (id / nc, id % nc);
-            load_chunk::<ALIGNED>(sb + off(nc, row, ch), b, k0 + row, n0 + 8 * ch, k, n, ldb);
-        } else {
-            // Bᵀ: BN n-rows × kc chunks of k.
+    // A: BM rows × kc chunks; every configuration divides evenly by the thread count, and the
+    // fixed trip counts let the loops unroll (a thread-dependent bound would not).
+    crate::unroll!(16, i, {
+        if (i as u32) < BM_ * kc / threads {
+            let id = t + threads * i as u32;
             let (row, ch) = (id / kc, id % kc);
-            load_chunk::<ALIGNED>(sb + off(kc, row, ch), b, n0 + row, k0 + 8 * ch, n, k, ldb);
+            load_chunk::<ALIGNED>(sa + off(kc, row, ch), a, m0 + row, k0 + 8 * ch, m, k, lda);
         }
-        id += threads;
-    }
+    });
+    crate::unroll!(16, i, {
+        if (i as u32) < BN_ * kc / threads {
+            let id = t + threads * i as u32;
+            if TRANS_B == 1 {
+                // B: BK k-rows × nc chunks of n.
+                let (row, ch) = (id / nc, id % nc);
+                load_chunk::<ALIGNED>(sb + off(nc, row, ch), b, k0 + row, n0 + 8 * ch, k, n, ldb);
+            } else {
+                // Bᵀ: BN n-rows × kc chunks of k.
+                let (row, ch) = (id / kc, id % kc);
+                load_chunk::<ALIGNED>(sb + off(kc, row, ch), b, n0 + row, k0 + 8 * ch, n, k, ldb);
+            }
+        }
+    });
 }
 
 /// The kernel body for one tile configuration: `BM_ × BN_ × BK_` per block, `WM × WN` warps
@@ -175,6 +183,8 @@ pub unsafe fn mma_pipeline_cfg<
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / WN, warp % WN);
+    // Row-major block order: a grouped order (as in v03) measured slower here (0.453 against
+    // 0.479 of cuBLAS at 8192³, bt).
     let m0 = gpu::block_idx_y() * BM_;
     let n0 = gpu::block_idx_x() * BN_;
     let smem = gpu::dynamic_shared_base();
@@ -189,7 +199,15 @@ pub unsafe fn mma_pipeline_cfg<
     let mut s = 0;
     while s < ST - 1 {
         if s < k_tiles {
-            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(stage_a(s), stage_b(s), a, b, dims, lds, [m0, n0, s * BK_]);
+            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
+                stage_a(s),
+                stage_b(s),
+                a,
+                b,
+                dims,
+                lds,
+                [m0, n0, s * BK_],
+            );
         }
         gpu::cp_async_commit();
         s += 1;
@@ -208,7 +226,15 @@ pub unsafe fn mma_pipeline_cfg<
         let next = kt + ST - 1;
         if next < k_tiles {
             let ns = next % ST;
-            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(stage_a(ns), stage_b(ns), a, b, dims, lds, [m0, n0, next * BK_]);
+            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
+                stage_a(ns),
+                stage_b(ns),
+                a,
+                b,
+                dims,
+                lds,
+                [m0, n0, next * BK_],
+            );
         }
         gpu::cp_async_commit();
 
@@ -220,7 +246,8 @@ pub unsafe fn mma_pipeline_cfg<
                 crate::unroll!(4, i, {
                     if (i as u32) < mi {
                         let row = wm * wtm + 16 * i as u32 + lane % 16;
-                        af[i] = gpu::ldmatrix::<4, false>(sa + off(BK_ / 8, row, 2 * ks + lane / 16));
+                        af[i] =
+                            gpu::ldmatrix::<4, false>(sa + off(BK_ / 8, row, 2 * ks + lane / 16));
                     }
                 });
                 let mut bf = [[0u32; 2]; 8];
@@ -294,8 +321,19 @@ macro_rules! config {
         #[allow(clippy::too_many_arguments)]
         #[inline(always)]
         pub unsafe fn $name<I: TcIn, O: TcOut, const TRANS_B: u32, const ALIGNED: bool>(
-            a: *const u16, b: *const u16, c: *mut O::Store, bias: *const f32, m: u32, n: u32,
-            k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32, relu: u32,
+            a: *const u16,
+            b: *const u16,
+            c: *mut O::Store,
+            bias: *const f32,
+            m: u32,
+            n: u32,
+            k: u32,
+            lda: u32,
+            ldb: u32,
+            ldc: u32,
+            alpha: f32,
+            beta: f32,
+            relu: u32,
         ) {
             mma_pipeline_cfg::<I, O, TRANS_B, ALIGNED, $bm, $bn, $bk, $wm, $wn, $st>(
                 a, b, c, bias, m, n, k, lda, ldb, ldc, alpha, beta, relu,
@@ -305,12 +343,6 @@ macro_rules! config {
 }
 
 config!(hgemm_mma_pipeline => 128, 128, 32, 2, 2, 4);
-config!(x0 => 128, 128, 64, 2, 2, 3);
-config!(x1 => 128, 128, 32, 2, 4, 4);
-config!(x2 => 256, 128, 32, 4, 2, 3);
-config!(x3 => 128, 128, 32, 4, 2, 4);
-config!(x4 => 64, 128, 32, 1, 2, 4);
-config!(x5 => 128, 128, 32, 2, 2, 3);
 
 crate::hgemm_mma_entries! {
     hgemm_mma_pipeline;
@@ -322,68 +354,4 @@ crate::hgemm_mma_entries! {
     hgemm_mma_pipeline_f16_f32_bt => F16, OutF32, 0, true;
     hgemm_mma_pipeline_bf16_bf16_bt => Bf16, OutBf16, 0, true;
     hgemm_mma_pipeline_bf16_f32_bt => Bf16, OutF32, 0, true;
-}
-
-/// The experimental configurations' entries (f16 → f16 only).
-pub mod experiments {
-    /// Entries of configuration `x0`.
-    pub mod e0 {
-        #[allow(unused_imports)]
-        use super::super::*;
-        crate::hgemm_mma_entries! {
-            x0;
-            hgemm_mma_pipeline_x0_f16_f16_bn => F16, OutF16, 1, true;
-            hgemm_mma_pipeline_x0_f16_f16_bt => F16, OutF16, 0, true;
-        }
-    }
-    /// Entries of configuration `x1`.
-    pub mod e1 {
-        #[allow(unused_imports)]
-        use super::super::*;
-        crate::hgemm_mma_entries! {
-            x1;
-            hgemm_mma_pipeline_x1_f16_f16_bn => F16, OutF16, 1, true;
-            hgemm_mma_pipeline_x1_f16_f16_bt => F16, OutF16, 0, true;
-        }
-    }
-    /// Entries of configuration `x2`.
-    pub mod e2 {
-        #[allow(unused_imports)]
-        use super::super::*;
-        crate::hgemm_mma_entries! {
-            x2;
-            hgemm_mma_pipeline_x2_f16_f16_bn => F16, OutF16, 1, true;
-            hgemm_mma_pipeline_x2_f16_f16_bt => F16, OutF16, 0, true;
-        }
-    }
-    /// Entries of configuration `x3`.
-    pub mod e3 {
-        #[allow(unused_imports)]
-        use super::super::*;
-        crate::hgemm_mma_entries! {
-            x3;
-            hgemm_mma_pipeline_x3_f16_f16_bn => F16, OutF16, 1, true;
-            hgemm_mma_pipeline_x3_f16_f16_bt => F16, OutF16, 0, true;
-        }
-    }
-    /// Entries of configuration `x4`.
-    pub mod e4 {
-        #[allow(unused_imports)]
-        use super::super::*;
-        crate::hgemm_mma_entries! {
-            x4;
-            hgemm_mma_pipeline_x4_f16_f16_bn => F16, OutF16, 1, true;
-            hgemm_mma_pipeline_x4_f16_f16_bt => F16, OutF16, 0, true;
-        }
-    }
-    /// Entries of configuration `x5`.
-    pub mod e5 {
-        #[allow(unused_imports)]
-        use super::super::*;
-        crate::hgemm_mma_entries! {
-            x5;
-            hgemm_mma_pipeline_x5_f16_f16_bn => F16, OutF16, 1, true;
-            hgemm_mma_pipeline_x5_f16_f16_bt => F16, OutF16, 0, true;
-        }
-    }
 }

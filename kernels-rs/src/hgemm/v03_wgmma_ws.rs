@@ -54,12 +54,24 @@ pub const BT_BOX: (u32, u32) = (BK, BN);
 /// The box of row-major B (`bn`, K × N): 64 n × 64 k; four per stage.
 pub const BN_BOX: (u32, u32) = (64, BK);
 
+/// Entry points (sm_90a PTX only): `hgemm_wgmma_ws_{input}_{output}_{b layout}`.
+pub const SYMBOLS: [&str; 8] = [
+    "hgemm_wgmma_ws_f16_f16_bn",
+    "hgemm_wgmma_ws_f16_f32_bn",
+    "hgemm_wgmma_ws_bf16_bf16_bn",
+    "hgemm_wgmma_ws_bf16_f32_bn",
+    "hgemm_wgmma_ws_f16_f16_bt",
+    "hgemm_wgmma_ws_f16_f32_bt",
+    "hgemm_wgmma_ws_bf16_bf16_bt",
+    "hgemm_wgmma_ws_bf16_f32_bt",
+];
+
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 mod device {
     use super::*;
     use crate::gpu::{self, hopper, wgmma};
-    use crate::hgemm::{Epilogue, TcOut};
     use crate::hgemm::{grouped_tile, OutBf16, OutF16, OutF32};
+    use crate::hgemm::{Epilogue, TcOut};
 
     /// The `wgmma` for one input type.
     pub trait Wgmma {
@@ -209,7 +221,8 @@ mod device {
                 hopper::wgmma_fence();
                 let mut kk = 0;
                 while kk < BK / 16 {
-                    let da = hopper::matrix_descriptor(sa + kk * 32, 16, 1024, hopper::Swizzle::B128);
+                    let da =
+                        hopper::matrix_descriptor(sa + kk * 32, 16, 1024, hopper::Swizzle::B128);
                     let db = if TRANS_B == 0 {
                         hopper::matrix_descriptor(sb + kk * 32, 16, 1024, hopper::Swizzle::B128)
                     } else {

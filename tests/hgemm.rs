@@ -1,0 +1,187 @@
+//! Tensor-core GEMM checks that need no GPU: the `mma.sync` kernels run in the simulator at odd
+//! shapes against float64, the software conversions the simulator uses match the `half` crate,
+//! and bad problems are typed errors. The `wgmma` kernel is checked on the GPU (`tests/gpu.rs`)
+//! and in its SASS (`tests/ptx.rs`).
+
+use rustile::hgemm::{self, BLayout, InType, OutType, Problem, Variant};
+use rustile::sim::Simulator;
+use rustile::Error;
+use rustile_kernels::hgemm::soft;
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(7)
+}
+
+/// Shapes off every tile of both kernels (64×64×32 and 128×128×32), K = 0 and 1, and an
+/// epilogue case with α, β, bias, ReLU and padded pitches.
+fn cases() -> Vec<(Problem, bool)> {
+    let mut v = Vec::new();
+    for ty in [InType::F16, InType::Bf16] {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            for (m, n, k) in [
+                (1, 8, 8),
+                (70, 136, 40),
+                (129, 72, 96),
+                (33, 8, 0),
+                (17, 16, 1),
+            ] {
+                for out in [OutType::Same, OutType::F32] {
+                    let mut p = Problem::new(ty, m, n, k).with_b(b);
+                    p.out = out;
+                    v.push((p, false));
+                }
+            }
+            let mut p = Problem::new(ty, 67, 144, 56).with_b(b);
+            p.alpha = -0.75;
+            p.beta = 0.5;
+            p.relu = true;
+            p.lda = 72;
+            p.ldb += 8;
+            p.ldc = 151;
+            v.push((p, true));
+        }
+    }
+    v
+}
+
+#[test]
+fn mma_kernels_match_float64_in_the_simulator() {
+    let sim = Simulator::default();
+    let s = seed();
+    let mut n = 0;
+    for (i, (p, bias)) in cases().iter().enumerate() {
+        for v in [Variant::Mma, Variant::MmaPipeline] {
+            if v == Variant::MmaPipeline && !p.tma_ok([0, 0]) {
+                // Aligned-only kernel; the refusal is tested below.
+                continue;
+            }
+            let r = hgemm::validate_sim(&sim, v, p, *bias, s + i as u64)
+                .unwrap_or_else(|e| panic!("{} {:?}: {e}", v.name(), p));
+            assert!(r.checked == p.m * p.n, "every element compared");
+            n += 1;
+        }
+    }
+    println!("hgemm: {n} simulated cases pass against float64 (seed {s})");
+}
+
+#[test]
+fn unaligned_pitches_go_to_the_element_load_kernel() {
+    let sim = Simulator::default();
+    // lda = 37: no 16-byte rows. The pipelined kernel refuses; the basic one is right.
+    let p = Problem::new(InType::F16, 45, 24, 37);
+    assert!(matches!(
+        hgemm::validate_sim(&sim, Variant::MmaPipeline, &p, false, seed()),
+        Err(Error::Unsupported { .. })
+    ));
+    hgemm::validate_sim(&sim, Variant::Mma, &p, false, seed()).unwrap();
+    // wgmma has no simulator model: a typed refusal, not a crash.
+    assert!(matches!(
+        hgemm::validate_sim(
+            &sim,
+            Variant::WgmmaWs,
+            &Problem::new(InType::F16, 64, 64, 64),
+            false,
+            1
+        ),
+        Err(Error::Unsupported { .. })
+    ));
+}
+
+#[test]
+fn a_wrong_element_is_caught() {
+    // The comparison must fail on a single wrong element and on NaN.
+    let p = Problem::new(InType::Bf16, 3, 4, 5);
+    let x = hgemm::Inputs {
+        a: hgemm::random_bits(p.ty, 15, 1),
+        b: hgemm::random_bits(p.ty, 20, 2),
+        c: vec![0.0; 12],
+        bias: None,
+    };
+    let all: Vec<(usize, usize)> = (0..3).flat_map(|i| (0..4).map(move |j| (i, j))).collect();
+    let mut good: Vec<f32> = all
+        .iter()
+        .map(|&(i, j)| {
+            let r = hgemm::reference_at(&p, &x, i, j).0 as f32;
+            p.ty.widen(p.ty.round(r))
+        })
+        .collect();
+    hgemm::compare(&p, &x, &good, &all).unwrap();
+    good[5] += 0.05;
+    assert!(hgemm::compare(&p, &x, &good, &all).is_err());
+    good[5] = f32::NAN;
+    assert!(hgemm::compare(&p, &x, &good, &all).is_err());
+}
+
+#[test]
+fn bad_problems_are_typed_errors() {
+    let mut p = Problem::new(InType::F16, 10, 10, 10);
+    p.lda = 9;
+    assert!(matches!(p.check(), Err(Error::Usage(_))));
+    let p = Problem::new(InType::F16, 0, 10, 10);
+    assert!(matches!(p.check(), Err(Error::ZeroSize { .. })));
+    let p = Problem::new(InType::F16, 10, 1 << 31, 10);
+    assert!(matches!(p.check(), Err(Error::TooLarge { .. })));
+    let mut p = Problem::new(InType::F16, 10, 10, 10);
+    p.alpha = f32::NAN;
+    assert!(matches!(p.check(), Err(Error::Usage(_))));
+    // K = 0 is legal: C = β·C.
+    Problem::new(InType::F16, 10, 10, 0).check().unwrap();
+    // Transposed B needs ldb ≥ k.
+    let mut p = Problem::new(InType::Bf16, 8, 8, 16).with_b(BLayout::Transposed);
+    p.ldb = 8;
+    assert!(p.check().is_err());
+}
+
+#[test]
+fn simulator_conversions_match_the_half_crate() {
+    // Every f16 bit pattern widens exactly (NaN to NaN).
+    for h in 0..=u16::MAX {
+        let want = half::f16::from_bits(h).to_f32();
+        let got = soft::f16_to_f32(h);
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "f16 {h:#06x}: {got} vs {want}"
+        );
+    }
+    // Rounding f32 → f16 / bf16: random values over many binades, plus the edges.
+    let mut x = 0x1234_5678u32;
+    let mut vals: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        65504.0,
+        65520.0,
+        1e-8,
+        5.96e-8,
+        2.98e-8,
+        6.1e-5,
+        f32::INFINITY,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+    ];
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let v = f32::from_bits(x);
+        if !v.is_nan() {
+            vals.push(v);
+        }
+    }
+    for v in vals {
+        assert_eq!(
+            soft::f32_to_f16(v),
+            half::f16::from_f32(v).to_bits(),
+            "f16 of {v:e}"
+        );
+        assert_eq!(
+            soft::f32_to_bf16(v),
+            half::bf16::from_f32(v).to_bits(),
+            "bf16 of {v:e}"
+        );
+    }
+    assert!(half::f16::from_bits(soft::f32_to_f16(f32::NAN)).is_nan());
+    assert!(half::bf16::from_bits(soft::f32_to_bf16(f32::NAN)).is_nan());
+}
