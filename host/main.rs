@@ -13,6 +13,8 @@
 //!     [--sizes LIST] [--dtype f32|f16|all] [--l2 rotate|flush|both]
 //!     [--reps N] [--warmup N] [--out DIR]
 //! rustile ptx-report      assemble every PTX flavour with ptxas; registers, smem, spills
+//! rustile transfer | overlap | launch | memory | orchestration
+//!                         host orchestration studies (see `rustile::orch::cli`)
 //! ```
 
 use std::io::IsTerminal;
@@ -45,8 +47,11 @@ fn main() -> ExitCode {
         Some("analyze") => analyze(&args[1..]),
         Some("bench") => bench_cmd(&args[1..]),
         Some("ptx-report") => ptx_report(true),
+        Some(cmd @ ("transfer" | "overlap" | "launch" | "memory" | "orchestration")) => {
+            rustile::orch::cli::run(cmd, &args[1..]).unwrap_or_else(|| unreachable_command(cmd))
+        }
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            println!("{USAGE}\n{}", rustile::orch::cli::USAGE);
             Ok(())
         }
         Some(other) => Err(Error::Usage(format!("unknown command `{other}`\n{USAGE}"))),
@@ -58,6 +63,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn unreachable_command(cmd: &str) -> Result<()> {
+    Err(Error::Usage(format!(
+        "`{cmd}` is not an orchestration command"
+    )))
 }
 
 fn seed() -> u64 {

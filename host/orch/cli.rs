@@ -1,0 +1,444 @@
+//! The orchestration commands of the `rustile` CLI:
+//!
+//! ```text
+//! rustile transfer       [--max-mib N] [--out DIR]
+//! rustile overlap        [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N]
+//!                        [--compute-reps K] [--no-pageable] [--out DIR]
+//! rustile launch         [--kernels N] [--reps N]
+//! rustile memory         [--sizes-mib 1,64,256] [--iterations N] [--reps N]
+//! rustile orchestration  [--quick] [--out DIR]     all four; tables, trace JSON and SVGs
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{launch, overlap, pool, transfer};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+/// Usage text.
+pub const USAGE: &str = "  transfer      [--max-mib N] [--out DIR]            H2D/D2H GB/s vs size: pageable, pinned, write-combined
+  overlap       [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N] [--compute-reps K]
+                [--no-pageable] [--out DIR]           chunked H2D → kernel → D2H over N streams vs ideal
+  launch        [--kernels N] [--reps N]             µs per kernel: plain vs CUDA graph; cost of a sync
+  memory        [--sizes-mib LIST] [--iterations N] [--reps N]   stream-ordered pool vs cuMemAlloc; stats
+  orchestration [--quick] [--out DIR]                all of the above; writes results.md/json, SVGs, trace";
+
+const SWITCHES: [&str; 2] = ["--quick", "--no-pageable"];
+
+struct Opts {
+    values: HashMap<String, String>,
+}
+
+impl Opts {
+    fn parse(args: &[String], allowed: &[&str]) -> Result<Self> {
+        let mut values = HashMap::new();
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            if !allowed.contains(&flag.as_str()) {
+                return Err(Error::Usage(format!(
+                    "unknown option `{flag}` (this command takes {})",
+                    allowed.join(", ")
+                )));
+            }
+            let value = if SWITCHES.contains(&flag.as_str()) {
+                String::new()
+            } else {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))?
+            };
+            values.insert(flag.clone(), value);
+        }
+        Ok(Self { values })
+    }
+
+    fn has(&self, flag: &str) -> bool {
+        self.values.contains_key(flag)
+    }
+
+    fn num(&self, flag: &str, default: usize) -> Result<usize> {
+        match self.values.get(flag) {
+            None => Ok(default),
+            Some(v) => {
+                v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    Error::Usage(format!("{flag} needs a positive number, got `{v}`"))
+                })
+            }
+        }
+    }
+
+    fn list(&self, flag: &str, default: &[usize]) -> Result<Vec<usize>> {
+        match self.values.get(flag) {
+            None => Ok(default.to_vec()),
+            Some(v) => v
+                .split(',')
+                .map(|s| {
+                    s.trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| {
+                            Error::Usage(format!("{flag}: `{s}` is not a positive number"))
+                        })
+                })
+                .collect(),
+        }
+    }
+
+    fn out(&self) -> PathBuf {
+        self.values
+            .get("--out")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("target/rustile-orchestration"))
+    }
+}
+
+const MIB: usize = 1 << 20;
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let path = dir.join(name);
+    std::fs::write(&path, text).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string_pretty(v).map_err(|e| Error::Usage(format!("serialising results: {e}")))
+}
+
+fn progress(what: &str) {
+    eprintln!("… {what}");
+}
+
+/// Sizes and counts for each study.
+struct Plan {
+    transfer_max: usize,
+    overlap: overlap::OverlapConfig,
+    launch_kernels: usize,
+    launch_reps: usize,
+    alloc_sizes: Vec<usize>,
+    alloc_iterations: usize,
+    alloc_reps: usize,
+}
+
+impl Plan {
+    fn new(quick: bool) -> Self {
+        if quick {
+            Self {
+                transfer_max: 64 * MIB,
+                overlap: overlap::OverlapConfig {
+                    batch_elems: 128 * MIB / 4,
+                    chunk_elems: 8 * MIB / 4,
+                    streams: vec![1, 2, 3, 4],
+                    reps: 3,
+                    compute_reps: None,
+                    pageable: true,
+                },
+                launch_kernels: 500,
+                launch_reps: 3,
+                alloc_sizes: vec![MIB, 16 * MIB],
+                alloc_iterations: 20,
+                alloc_reps: 2,
+            }
+        } else {
+            Self {
+                transfer_max: 1 << 30,
+                overlap: overlap::OverlapConfig {
+                    batch_elems: (1 << 30) / 4,
+                    chunk_elems: 32 * MIB / 4,
+                    streams: vec![1, 2, 3, 4],
+                    reps: 10,
+                    compute_reps: None,
+                    pageable: true,
+                },
+                launch_kernels: 2000,
+                launch_reps: 10,
+                alloc_sizes: vec![MIB, 64 * MIB, 256 * MIB],
+                alloc_iterations: 100,
+                alloc_reps: 5,
+            }
+        }
+    }
+}
+
+fn overlap_config(o: &Opts, base: overlap::OverlapConfig) -> Result<overlap::OverlapConfig> {
+    Ok(overlap::OverlapConfig {
+        batch_elems: o.num("--batch-mib", base.batch_elems * 4 / MIB)? * MIB / 4,
+        chunk_elems: o.num("--chunk-mib", base.chunk_elems * 4 / MIB)? * MIB / 4,
+        streams: o.list("--streams", &base.streams)?,
+        reps: o.num("--reps", base.reps)?,
+        compute_reps: match o.values.get("--compute-reps") {
+            None => None,
+            Some(_) => Some(o.num("--compute-reps", 1)?),
+        },
+        pageable: !o.has("--no-pageable"),
+    })
+}
+
+fn header(gpu: &Gpu) -> String {
+    let i = gpu.info();
+    format!(
+        "{} (compute capability {}.{}, {} SMs, {:.1} GiB); rustile commit {}",
+        i.name,
+        i.compute_capability.0,
+        i.compute_capability.1,
+        i.sm_count,
+        i.total_mem_bytes as f64 / (1u64 << 30) as f64,
+        option_env!("RUSTILE_COMMIT")
+            .map(String::from)
+            .or_else(|| std::env::var("RUSTILE_COMMIT").ok())
+            .unwrap_or_else(|| "unknown".into())
+    )
+}
+
+/// Runs `command` (`transfer`, `overlap`, `launch`, `memory`, `orchestration`) with `args`.
+/// Returns `None` if `command` is not one of them.
+pub fn run(command: &str, args: &[String]) -> Option<Result<()>> {
+    let r = match command {
+        "transfer" => transfer_cmd(args),
+        "overlap" => overlap_cmd(args),
+        "launch" => launch_cmd(args),
+        "memory" => memory_cmd(args),
+        "orchestration" => orchestration_cmd(args),
+        _ => return None,
+    };
+    Some(r)
+}
+
+fn transfer_cmd(args: &[String]) -> Result<()> {
+    let o = Opts::parse(args, &["--max-mib", "--out"])?;
+    let gpu = Gpu::new(0)?;
+    println!("{}\n", header(&gpu));
+    let max = o.num("--max-mib", 1024)? * MIB;
+    let r = transfer::study(&gpu, max, progress)?;
+    println!("{}", r.markdown());
+    println!(
+        "pinned H2D peak / best H2D of any method: {:.3}",
+        r.pinned_h2d_ratio()
+    );
+    write(
+        &o.out(),
+        "transfer.svg",
+        &r.svg(&format!("Host↔device bandwidth, {}", gpu.info().name)),
+    )
+}
+
+fn overlap_cmd(args: &[String]) -> Result<()> {
+    let o = Opts::parse(
+        args,
+        &[
+            "--batch-mib",
+            "--chunk-mib",
+            "--streams",
+            "--reps",
+            "--compute-reps",
+            "--no-pageable",
+            "--out",
+        ],
+    )?;
+    let cfg = overlap_config(&o, Plan::new(false).overlap)?;
+    let gpu = Gpu::new(0)?;
+    println!("{}\n", header(&gpu));
+    let r = overlap::study(&gpu, &cfg, progress)?;
+    println!("{}", overlap::markdown(&r));
+    let out = o.out();
+    write(&out, "timeline.json", &r.timeline.chrome_trace_json())?;
+    write(&out, "timeline.svg", &r.timeline.svg_gantt())?;
+    if let Some(t) = &r.pageable_timeline {
+        write(&out, "timeline-pageable.svg", &t.svg_gantt())?;
+    }
+    Ok(())
+}
+
+fn launch_cmd(args: &[String]) -> Result<()> {
+    let o = Opts::parse(args, &["--kernels", "--reps"])?;
+    let gpu = Gpu::new(0)?;
+    println!("{}\n", header(&gpu));
+    let r = launch::study(&gpu, o.num("--kernels", 2000)?, o.num("--reps", 10)?)?;
+    println!("{}", r.markdown());
+    Ok(())
+}
+
+fn memory_cmd(args: &[String]) -> Result<()> {
+    let o = Opts::parse(args, &["--sizes-mib", "--iterations", "--reps"])?;
+    let gpu = Gpu::new(0)?;
+    println!("{}\n", header(&gpu));
+    let sizes: Vec<usize> = o
+        .list("--sizes-mib", &[1, 64, 256])?
+        .iter()
+        .map(|m| m * MIB)
+        .collect();
+    let r = pool::study(
+        &gpu,
+        &sizes,
+        o.num("--iterations", 100)?,
+        o.num("--reps", 5)?,
+    )?;
+    println!("{}", r.markdown());
+    Ok(())
+}
+
+/// Everything, with one results file set.
+fn orchestration_cmd(args: &[String]) -> Result<()> {
+    let o = Opts::parse(args, &["--quick", "--out"])?;
+    let plan = Plan::new(o.has("--quick"));
+    let out = o.out();
+    let gpu = Gpu::new(0)?;
+    let head = header(&gpu);
+    println!("{head}\n");
+
+    let t = transfer::study(&gpu, plan.transfer_max, progress)?;
+    println!("{}", t.markdown());
+    let ov = overlap::study(&gpu, &plan.overlap, progress)?;
+    println!("{}", overlap::markdown(&ov));
+    progress("launch overhead and synchronisation");
+    let la = launch::study(&gpu, plan.launch_kernels, plan.launch_reps)?;
+    println!("{}", la.markdown());
+    progress("allocation strategies");
+    let al = pool::study(
+        &gpu,
+        &plan.alloc_sizes,
+        plan.alloc_iterations,
+        plan.alloc_reps,
+    )?;
+    println!("{}", al.markdown());
+
+    let ratio = t.pinned_h2d_ratio();
+    let best_eff = ov
+        .rows
+        .iter()
+        .filter(|r| r.memory == super::HostKind::Pinned && r.streams >= 3)
+        .map(|r| r.efficiency)
+        .fold(f64::NAN, f64::max);
+    let (plain, graph) = (&la.launch[0], &la.launch[1]);
+    let acceptance = format!(
+        "| bar | measured | holds |\n| --- | --- | --- |\n\
+         | pinned H2D ≥ 0.9 × best H2D of any method | {:.2} / {:.2} GB/s = {:.3} | {} |\n\
+         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} (serial baseline {:.3}) | {} |\n\
+         | graph replay per kernel below plain launches | {:.3} vs {:.3} µs | {} |\n\
+         | timeline files produced | timeline.json, timeline.svg | yes |\n",
+        t.peak(Some(super::HostKind::Pinned), transfer::Direction::H2D),
+        t.peak(None, transfer::Direction::H2D),
+        ratio,
+        yes(ratio >= 0.9),
+        best_eff,
+        ov.rows.first().map(|r| r.efficiency).unwrap_or(f64::NAN),
+        yes(best_eff >= 0.9),
+        graph.wall_us_per_kernel,
+        plain.wall_us_per_kernel,
+        yes(graph.wall_us_per_kernel < plain.wall_us_per_kernel),
+    );
+    println!("{acceptance}");
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let md = format!(
+        "# Host orchestration on {head}\n\nCommand: `{command}`\n\n## Acceptance\n\n{acceptance}\n\
+         ## Transfers (GB/s = 10⁹ B/s, CUDA events, median)\n\n{}\n\
+         ## Overlap pipeline\n\n{}\n## Launch overhead and synchronisation\n\n{}\n\
+         ## Allocation: stream-ordered pool vs per-iteration cuMemAlloc\n\n{}",
+        t.markdown(),
+        overlap::markdown(&ov),
+        la.markdown(),
+        al.markdown()
+    );
+    write(&out, "results.md", &md)?;
+    #[derive(serde::Serialize)]
+    struct All<'a> {
+        device: &'a str,
+        transfer: &'a transfer::TransferReport,
+        overlap_rows: &'a [overlap::OverlapRow],
+        calibration: &'a overlap::Calibration,
+        launch: &'a launch::LaunchReport,
+        allocation: &'a pool::AllocReport,
+    }
+    write(
+        &out,
+        "results.json",
+        &json(&All {
+            device: &head,
+            transfer: &t,
+            overlap_rows: &ov.rows,
+            calibration: &ov.calibration,
+            launch: &la,
+            allocation: &al,
+        })?,
+    )?;
+    write(
+        &out,
+        "transfer.svg",
+        &t.svg(&format!("Host↔device bandwidth, {}", gpu.info().name)),
+    )?;
+    write(&out, "timeline.json", &ov.timeline.chrome_trace_json())?;
+    write(&out, "timeline.svg", &ov.timeline.svg_gantt())?;
+    if let Some(p) = &ov.pageable_timeline {
+        write(&out, "timeline-pageable.svg", &p.svg_gantt())?;
+    }
+    Ok(())
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "**yes**"
+    } else {
+        "**no**"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn options_parse_and_reject() {
+        let o = Opts::parse(
+            &args("--streams 1,3 --chunk-mib 8 --no-pageable"),
+            &["--streams", "--chunk-mib", "--no-pageable"],
+        )
+        .unwrap();
+        assert_eq!(o.list("--streams", &[]).unwrap(), vec![1, 3]);
+        assert_eq!(o.num("--chunk-mib", 1).unwrap(), 8);
+        assert!(o.has("--no-pageable"));
+        assert!(matches!(
+            Opts::parse(&args("--bogus 1"), &["--reps"]),
+            Err(Error::Usage(_))
+        ));
+        assert!(matches!(
+            Opts::parse(&args("--reps"), &["--reps"]),
+            Err(Error::Usage(_))
+        ));
+        let o = Opts::parse(&args("--reps 0 --streams 1,x"), &["--reps", "--streams"]).unwrap();
+        assert!(o.num("--reps", 1).is_err());
+        assert!(o.list("--streams", &[]).is_err());
+    }
+
+    #[test]
+    fn overlap_options_map_to_elements() {
+        let o = Opts::parse(
+            &args("--batch-mib 64 --chunk-mib 4 --compute-reps 3"),
+            &["--batch-mib", "--chunk-mib", "--compute-reps"],
+        )
+        .unwrap();
+        let c = overlap_config(&o, Plan::new(true).overlap).unwrap();
+        assert_eq!(
+            (c.batch_elems, c.chunk_elems, c.compute_reps),
+            (16 * MIB, MIB, Some(3))
+        );
+        assert!(c.pageable);
+    }
+
+    #[test]
+    fn unknown_commands_fall_through() {
+        assert!(run("bench", &[]).is_none());
+    }
+}

@@ -1,0 +1,419 @@
+//! The overlap study: the pipeline with 1, 2, 3, 4 … streams against its ideal, from pinned
+//! and from pageable memory.
+//!
+//! The compute stage is the suite's best copy kernel run `k` times on the chunk; `k` is
+//! measured so that the compute time of a chunk ≈ its pinned H2D time (the hardest case for
+//! overlap: three equal stages). The ideal time of `n` chunks with per-chunk stage times
+//! `h, c, d` (means from the 1-stream run, the serial baseline, measured in the same process)
+//! is `n · max(h, c, d) + (h + c + d − max)`: the longest stage's sum plus filling and draining
+//! the other two. Overlap efficiency = ideal / measured.
+
+use cudarc::driver::result;
+use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+
+use super::kernel::PlannedCopy;
+use super::mem::{DeviceBuffer, HostBuffer, HostKind};
+use super::pipeline::{Pipeline, PipelineConfig, PipelinePlan, PipelineRun};
+use super::timeline::Timeline;
+use crate::error::{DriverContext, Error, Result};
+use crate::gpu::Gpu;
+use crate::harness::Stats;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct OverlapConfig {
+    /// f32 elements in the batch.
+    pub batch_elems: usize,
+    /// f32 elements per chunk.
+    pub chunk_elems: usize,
+    /// Stream counts to measure with pinned memory (1 is the serial baseline and always runs).
+    pub streams: Vec<usize>,
+    /// Timed runs per configuration (after one warm-up run).
+    pub reps: usize,
+    /// Copy-kernel launches per chunk; `None`: calibrate so compute ≈ H2D.
+    pub compute_reps: Option<usize>,
+    /// Also run from pageable memory (1 stream and the largest count).
+    pub pageable: bool,
+}
+
+/// Per-chunk stage times measured alone on one stream, and the chosen `k`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Calibration {
+    /// Bytes per chunk.
+    pub chunk_bytes: usize,
+    /// Pinned H2D of one chunk, median ms.
+    pub h2d_ms: f64,
+    /// One copy kernel on one chunk, median ms.
+    pub kernel_ms: f64,
+    /// Pinned D2H of one chunk, median ms.
+    pub d2h_ms: f64,
+    /// Copy-kernel launches per chunk.
+    pub compute_reps: usize,
+}
+
+/// One configuration's result.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OverlapRow {
+    /// Host memory of the batch.
+    pub memory: HostKind,
+    /// Streams.
+    pub streams: usize,
+    /// Median of the runs, ms (CUDA events).
+    pub median_ms: f64,
+    /// Fastest run, ms.
+    pub min_ms: f64,
+    /// Ideal for this memory kind, ms.
+    pub ideal_ms: f64,
+    /// The 1-stream run of the same memory kind, ms.
+    pub serial_ms: f64,
+    /// `ideal_ms / median_ms`.
+    pub efficiency: f64,
+    /// `serial_ms / median_ms`.
+    pub speedup: f64,
+    /// Sum over chunks of each stage's span (H2D, compute, D2H) in the median run, ms.
+    pub stage_sums_ms: [f64; 3],
+}
+
+/// The study's results.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OverlapReport {
+    /// Batch bytes.
+    pub batch_bytes: usize,
+    /// Chunks.
+    pub chunks: usize,
+    /// Stage times alone and `k`.
+    pub calibration: Calibration,
+    /// Every configuration.
+    pub rows: Vec<OverlapRow>,
+    /// The pinned run with the most streams (median run).
+    pub timeline: Timeline,
+    /// The pageable run with the most streams, if measured.
+    pub pageable_timeline: Option<Timeline>,
+    /// The output of a pinned multi-stream run equalled the input bit for bit (output poisoned
+    /// before the run).
+    pub verified: bool,
+}
+
+fn timed_ms(
+    gpu: &Gpu,
+    stream: &cudarc::driver::CudaStream,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let ctx = gpu.context();
+    for _ in 0..2 {
+        f()?;
+    }
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let a = ctx
+            .new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())?;
+        let b = ctx
+            .new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())?;
+        a.record(stream).during(|| "recording an event".into())?;
+        f()?;
+        b.record(stream).during(|| "recording an event".into())?;
+        stream.synchronize().during(|| "calibration".into())?;
+        samples.push(a.elapsed_ms(&b).during(|| "reading event times".into())? as f64);
+    }
+    Ok(Stats::from_samples(samples).median_ms)
+}
+
+/// Measures one chunk's H2D, kernel and D2H alone, and picks `k` = round(H2D / kernel).
+pub fn calibrate(
+    gpu: &Gpu,
+    chunk_elems: usize,
+    input: &HostBuffer<f32>,
+    output: &mut HostBuffer<f32>,
+) -> Result<Calibration> {
+    let ctx = gpu.context();
+    let n = chunk_elems.min(input.len()).min(output.len());
+    let bytes = n * 4;
+    let stream = ctx.new_stream().during(|| "creating a stream".into())?;
+    let din = DeviceBuffer::new(ctx, bytes, "calibration input")?;
+    let dout = DeviceBuffer::new(ctx, bytes, "calibration output")?;
+    let copy = PlannedCopy::new(gpu, crate::copy::BEST, n, n, n)?;
+    ctx.bind_to_thread()
+        .during(|| "binding the context".into())?;
+    let src = &input.as_slice()[..n];
+    // SAFETY (three closures): buffers hold n f32, host slices outlive the synchronised copies.
+    let h2d_ms = timed_ms(gpu, &stream, 10, || {
+        unsafe { result::memcpy_htod_async(din.ptr(), src, stream.cu_stream()) }
+            .during(|| "calibration H2D".into())
+    })?;
+    let kernel_ms = timed_ms(gpu, &stream, 20, || unsafe {
+        copy.launch(&stream, din.ptr(), dout.ptr())
+    })?;
+    let dst = &mut output.as_mut_slice()[..n];
+    let d2h_ms = timed_ms(gpu, &stream, 10, || {
+        unsafe { result::memcpy_dtoh_async(&mut *dst, dout.ptr(), stream.cu_stream()) }
+            .during(|| "calibration D2H".into())
+    })?;
+    let compute_reps = ((h2d_ms / kernel_ms.max(1e-6)).round() as usize).max(1);
+    Ok(Calibration {
+        chunk_bytes: bytes,
+        h2d_ms,
+        kernel_ms,
+        d2h_ms,
+        compute_reps,
+    })
+}
+
+/// The ideal time of `chunks` chunks from per-chunk stage means `[h, c, d]`.
+pub fn ideal_ms(chunks: usize, stage_means_ms: [f64; 3]) -> f64 {
+    let max = stage_means_ms.iter().copied().fold(0.0, f64::max);
+    let sum: f64 = stage_means_ms.iter().sum();
+    chunks as f64 * max + (sum - max)
+}
+
+struct Measured {
+    stats: Stats,
+    median_run: PipelineRun,
+}
+
+fn measure(
+    pipe: &Pipeline,
+    input: &HostBuffer<f32>,
+    output: &mut HostBuffer<f32>,
+    reps: usize,
+) -> Result<Measured> {
+    pipe.run(input, output)?; // warm-up
+    let mut runs = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        runs.push(pipe.run(input, output)?);
+    }
+    let stats = Stats::from_samples(runs.iter().map(|r| r.total_ms).collect());
+    runs.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+    let median_run = runs.swap_remove(runs.len() / 2);
+    Ok(Measured { stats, median_run })
+}
+
+/// A pattern no kernel could produce by accident: floats in [1, 2) from a hash of the index.
+pub fn fill_pattern(buf: &mut [f32], salt: u32) {
+    for (i, v) in buf.iter_mut().enumerate() {
+        let h = (i as u32 ^ salt).wrapping_mul(0x9E37_79B1) >> 9;
+        *v = f32::from_bits(0x3F80_0000 | h);
+    }
+}
+
+/// Runs the study. `progress` gets one line per configuration.
+pub fn study(
+    gpu: &Gpu,
+    cfg: &OverlapConfig,
+    mut progress: impl FnMut(&str),
+) -> Result<OverlapReport> {
+    let ctx = gpu.context();
+    let (free, _) = ctx
+        .mem_get_info()
+        .during(|| "reading free device memory".into())?;
+    let mut counts: Vec<usize> = cfg.streams.clone();
+    if !counts.contains(&1) {
+        counts.insert(0, 1);
+    }
+    counts.sort_unstable();
+    counts.dedup();
+    let max_streams = *counts.last().unwrap_or(&1);
+    // Check every configuration before allocating gigabytes of pinned memory.
+    for &s in &counts {
+        let c = PipelineConfig {
+            chunk_elems: cfg.chunk_elems,
+            streams: s,
+            compute_reps: 1,
+        };
+        PipelinePlan::new(cfg.batch_elems, cfg.batch_elems, &c, free)?;
+    }
+    progress("allocating pinned batch");
+    let mut input = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
+    let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
+    fill_pattern(input.as_mut_slice(), 0x5eed);
+    let mut calibration = calibrate(gpu, cfg.chunk_elems, &input, &mut output)?;
+    if let Some(k) = cfg.compute_reps {
+        calibration.compute_reps = k;
+    }
+    let k = calibration.compute_reps;
+    let mut rows = Vec::new();
+    let mut timeline = Timeline::default();
+    let mut chunks = 0;
+    let mut verified = false;
+    let mut serial: Option<(f64, f64)> = None; // (ideal, serial median)
+    for &s in &counts {
+        progress(&format!("pipeline, pinned, {s} stream(s)"));
+        let pc = PipelineConfig {
+            chunk_elems: cfg.chunk_elems,
+            streams: s,
+            compute_reps: k,
+        };
+        let plan = PipelinePlan::new(input.len(), output.len(), &pc, free)?;
+        chunks = plan.chunks;
+        let pipe = Pipeline::new(gpu, plan, crate::copy::BEST)?;
+        let m = measure(&pipe, &input, &mut output, cfg.reps)?;
+        let sums = m.median_run.timeline.stage_sums_us().map(|us| us / 1e3);
+        if s == 1 {
+            let means = sums.map(|t| t / plan.chunks as f64);
+            serial = Some((ideal_ms(plan.chunks, means), m.stats.median_ms));
+        }
+        let (ideal, serial_ms) = serial.unwrap_or((f64::NAN, f64::NAN));
+        rows.push(OverlapRow {
+            memory: HostKind::Pinned,
+            streams: s,
+            median_ms: m.stats.median_ms,
+            min_ms: m.stats.min_ms,
+            ideal_ms: ideal,
+            serial_ms,
+            efficiency: ideal / m.stats.median_ms,
+            speedup: serial_ms / m.stats.median_ms,
+            stage_sums_ms: sums,
+        });
+        if s == max_streams {
+            timeline = m.median_run.timeline;
+            timeline.title = format!(
+                "{} — {} MiB batch, {} chunks of {} MiB, {s} streams, pinned, copy kernel ×{k}",
+                gpu.info().name,
+                input.bytes() >> 20,
+                plan.chunks,
+                plan.chunk_bytes() >> 20
+            );
+            // Correctness: poison the output, run once more, compare bits.
+            output.as_mut_slice().fill(f32::NAN);
+            pipe.run(&input, &mut output)?;
+            let bad = input
+                .as_slice()
+                .iter()
+                .zip(output.as_slice())
+                .position(|(a, b)| a.to_bits() != b.to_bits());
+            if let Some(i) = bad {
+                return Err(Error::Mismatch {
+                    kernel: "pipeline".into(),
+                    shape: format!("{} elements, {s} streams", input.len()),
+                    detail: format!("first wrong element at {i}"),
+                });
+            }
+            verified = true;
+        }
+    }
+    drop(input);
+    drop(output);
+    let mut pageable_timeline = None;
+    if cfg.pageable {
+        let mut input = HostBuffer::<f32>::new(ctx, HostKind::Pageable, cfg.batch_elems)?;
+        let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pageable, cfg.batch_elems)?;
+        fill_pattern(input.as_mut_slice(), 0xbeef);
+        let mut serial: Option<(f64, f64)> = None;
+        for s in [1, max_streams] {
+            if s == 1 && serial.is_some() {
+                continue;
+            }
+            progress(&format!("pipeline, pageable, {s} stream(s)"));
+            let pc = PipelineConfig {
+                chunk_elems: cfg.chunk_elems,
+                streams: s,
+                compute_reps: k,
+            };
+            let plan = PipelinePlan::new(input.len(), output.len(), &pc, free)?;
+            let pipe = Pipeline::new(gpu, plan, crate::copy::BEST)?;
+            let m = measure(&pipe, &input, &mut output, cfg.reps.div_ceil(3))?;
+            let sums = m.median_run.timeline.stage_sums_us().map(|us| us / 1e3);
+            if s == 1 {
+                let means = sums.map(|t| t / plan.chunks as f64);
+                serial = Some((ideal_ms(plan.chunks, means), m.stats.median_ms));
+            }
+            let (ideal, serial_ms) = serial.unwrap_or((f64::NAN, f64::NAN));
+            rows.push(OverlapRow {
+                memory: HostKind::Pageable,
+                streams: s,
+                median_ms: m.stats.median_ms,
+                min_ms: m.stats.min_ms,
+                ideal_ms: ideal,
+                serial_ms,
+                efficiency: ideal / m.stats.median_ms,
+                speedup: serial_ms / m.stats.median_ms,
+                stage_sums_ms: sums,
+            });
+            if s == max_streams && s > 1 {
+                let mut t = m.median_run.timeline;
+                t.title = format!(
+                    "{} — same pipeline from PAGEABLE memory, {s} streams: no overlap",
+                    gpu.info().name
+                );
+                pageable_timeline = Some(t);
+            }
+        }
+    }
+    Ok(OverlapReport {
+        batch_bytes: cfg.batch_elems * 4,
+        chunks,
+        calibration,
+        rows,
+        timeline,
+        pageable_timeline,
+        verified,
+    })
+}
+
+/// Markdown table of the rows.
+pub fn markdown(r: &OverlapReport) -> String {
+    let c = &r.calibration;
+    let mut s = format!(
+        "Batch {} MiB in {} chunks of {} MiB. One chunk alone: H2D {:.3} ms, D2H {:.3} ms, copy \
+         kernel {:.4} ms → compute stage = copy kernel × {} ≈ {:.3} ms.\n\n",
+        r.batch_bytes >> 20,
+        r.chunks,
+        c.chunk_bytes >> 20,
+        c.h2d_ms,
+        c.d2h_ms,
+        c.kernel_ms,
+        c.compute_reps,
+        c.kernel_ms * c.compute_reps as f64
+    );
+    s += "| memory | streams | median ms | min ms | ideal ms | serial ms | speedup vs serial | overlap efficiency | stage sums H2D / compute / D2H ms |\n\
+          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+    for row in &r.rows {
+        s += &format!(
+            "| {} | {}{} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | **{:.3}** | {:.1} / {:.1} / {:.1} |\n",
+            row.memory.name(),
+            row.streams,
+            if row.streams == 1 { " (serial baseline)" } else { "" },
+            row.median_ms,
+            row.min_ms,
+            row.ideal_ms,
+            row.serial_ms,
+            row.speedup,
+            row.efficiency,
+            row.stage_sums_ms[0],
+            row.stage_sums_ms[1],
+            row.stage_sums_ms[2]
+        );
+    }
+    s += &format!(
+        "\nOutput of the {}-stream pinned run bit-identical to the input: {}.\n",
+        r.timeline.streams,
+        if r.verified { "yes" } else { "not checked" }
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ideal_is_longest_stage_plus_fill_and_drain() {
+        // Three equal stages of 1 ms, 10 chunks: 10 + 2.
+        assert_eq!(ideal_ms(10, [1.0, 1.0, 1.0]), 12.0);
+        // One chunk: no overlap possible, the ideal is the serial time.
+        assert_eq!(ideal_ms(1, [1.0, 2.0, 3.0]), 6.0);
+        // Compute-bound: 4 × 2 + 1 + 0.5.
+        assert_eq!(ideal_ms(4, [1.0, 2.0, 0.5]), 9.5);
+    }
+
+    #[test]
+    fn pattern_is_finite_and_varied() {
+        let mut v = vec![0.0f32; 1000];
+        fill_pattern(&mut v, 1);
+        assert!(v.iter().all(|x| x.is_finite() && (1.0..2.0).contains(x)));
+        let distinct: std::collections::HashSet<u32> = v.iter().map(|x| x.to_bits()).collect();
+        assert!(distinct.len() > 990);
+    }
+}

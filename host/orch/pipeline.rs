@@ -1,0 +1,474 @@
+//! The overlap pipeline: a host-resident batch processed in chunks through N streams,
+//! each chunk H2D → the suite's copy kernel (repeated `compute_reps` times) → D2H, chunk `i` on
+//! stream `i % N`, every stage bracketed by CUDA events.
+//!
+//! Only `N × 2` chunk-sized device buffers exist, whatever the batch size: a batch larger than
+//! device memory streams through them. Within a stream the order H2D → kernels → D2H → next
+//! chunk's H2D is stream order; the streams start together behind one start event and the
+//! first stream joins the others before the end event.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+use cudarc::driver::{result, CudaEvent, CudaStream};
+use rustile_kernels::registry::KernelInfo;
+
+use super::kernel::PlannedCopy;
+use super::mem::{DeviceBuffer, HostBuffer};
+use super::timeline::{Span, Stage, Timeline};
+use crate::error::{DriverContext, Error, Result};
+use crate::gpu::Gpu;
+
+/// How to cut and run a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PipelineConfig {
+    /// Elements (f32) per chunk; the last chunk may be shorter.
+    pub chunk_elems: usize,
+    /// Streams the chunks are spread over, round robin.
+    pub streams: usize,
+    /// Copy-kernel launches per chunk (the compute stage); 0 sends the input straight back.
+    pub compute_reps: usize,
+}
+
+/// A checked plan: how many chunks, which stream, how much device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PipelinePlan {
+    /// Elements in the batch.
+    pub elems: usize,
+    /// Elements per chunk.
+    pub chunk_elems: usize,
+    /// Chunks (the last may be partial).
+    pub chunks: usize,
+    /// Streams.
+    pub streams: usize,
+    /// Copy-kernel launches per chunk.
+    pub compute_reps: usize,
+    /// Device bytes the pipeline allocates: `streams × 2 × chunk` f32, independent of the batch.
+    pub device_bytes: usize,
+}
+
+const NAME: &str = "pipeline";
+
+impl PipelinePlan {
+    /// Checks a batch of `input_len` elements into an output of `output_len` against `cfg`
+    /// and `device_free` bytes of device memory. Pure: no GPU needed.
+    ///
+    /// Errors: [`Error::ZeroSize`] for an empty batch or chunk, [`Error::BufferLength`] when
+    /// the output is not as long as the input, [`Error::Pipeline`] for 0 streams, more streams
+    /// than chunks, or chunk buffers that do not fit `device_free`; [`Error::TooLarge`] if the
+    /// byte counts overflow.
+    pub fn new(
+        input_len: usize,
+        output_len: usize,
+        cfg: &PipelineConfig,
+        device_free: usize,
+    ) -> Result<Self> {
+        let zero = |what| Error::ZeroSize {
+            kernel: NAME.into(),
+            what,
+        };
+        if input_len == 0 {
+            return Err(zero("batch elements"));
+        }
+        if cfg.chunk_elems == 0 {
+            return Err(zero("chunk elements"));
+        }
+        if output_len != input_len {
+            return Err(Error::BufferLength {
+                kernel: NAME.into(),
+                buffer: "output",
+                got: output_len,
+                need: input_len,
+                shape: format!("batch of {input_len} elements"),
+            });
+        }
+        if cfg.streams == 0 {
+            return Err(Error::Pipeline {
+                what: "0 streams: at least one is needed".into(),
+            });
+        }
+        let chunk_elems = cfg.chunk_elems.min(input_len);
+        let chunks = input_len.div_ceil(chunk_elems);
+        if cfg.streams > chunks {
+            return Err(Error::Pipeline {
+                what: format!(
+                    "{} streams but only {chunks} chunk(s) of {chunk_elems} elements in a batch of \
+                     {input_len}: streams without a chunk would idle (use smaller chunks or fewer \
+                     streams)",
+                    cfg.streams
+                ),
+            });
+        }
+        let device_bytes = cfg
+            .streams
+            .checked_mul(2 * chunk_elems)
+            .and_then(|e| e.checked_mul(std::mem::size_of::<f32>()))
+            .ok_or_else(|| Error::TooLarge {
+                kernel: NAME.into(),
+                what: format!(
+                    "{} streams × 2 buffers × {chunk_elems} f32 overflow usize",
+                    cfg.streams
+                ),
+            })?;
+        if device_bytes > device_free {
+            return Err(Error::Pipeline {
+                what: format!(
+                    "{} streams × 2 buffers × {chunk_elems} f32 need {device_bytes} bytes of device \
+                     memory, {device_free} are free: use smaller chunks or fewer streams (the batch \
+                     itself never has to fit)",
+                    cfg.streams
+                ),
+            });
+        }
+        Ok(Self {
+            elems: input_len,
+            chunk_elems,
+            chunks,
+            streams: cfg.streams,
+            compute_reps: cfg.compute_reps,
+            device_bytes,
+        })
+    }
+
+    /// Element range of chunk `i`.
+    pub fn chunk(&self, i: usize) -> Range<usize> {
+        let start = i * self.chunk_elems;
+        start..(start + self.chunk_elems).min(self.elems)
+    }
+
+    /// The stream chunk `i` runs on.
+    pub fn stream_of(&self, i: usize) -> usize {
+        i % self.streams
+    }
+
+    /// Bytes of one full chunk.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_elems * std::mem::size_of::<f32>()
+    }
+}
+
+/// One run: event-timed total and every stage's span.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PipelineRun {
+    /// Start event to end event, ms.
+    pub total_ms: f64,
+    /// Per-chunk, per-stage spans.
+    pub timeline: Timeline,
+}
+
+/// Streams, device buffers and planned kernels for one [`PipelinePlan`], reusable across runs.
+pub struct Pipeline<'g> {
+    gpu: &'g Gpu,
+    plan: PipelinePlan,
+    streams: Vec<Arc<CudaStream>>,
+    buffers: Vec<(DeviceBuffer, DeviceBuffer)>,
+    full: PlannedCopy,
+    tail: Option<PlannedCopy>,
+}
+
+impl<'g> Pipeline<'g> {
+    /// Creates the streams and the `streams × 2` chunk buffers, and plans `kernel` for a full
+    /// and (if any) the partial last chunk.
+    pub fn new(gpu: &'g Gpu, plan: PipelinePlan, kernel: &'static KernelInfo) -> Result<Self> {
+        let ctx = gpu.context();
+        let streams = (0..plan.streams)
+            .map(|i| ctx.new_stream().during(|| format!("creating stream {i}")))
+            .collect::<Result<Vec<_>>>()?;
+        let buffers = (0..plan.streams)
+            .map(|i| {
+                Ok((
+                    DeviceBuffer::new(
+                        ctx,
+                        plan.chunk_bytes(),
+                        &format!("pipeline input, stream {i}"),
+                    )?,
+                    DeviceBuffer::new(
+                        ctx,
+                        plan.chunk_bytes(),
+                        &format!("pipeline output, stream {i}"),
+                    )?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let c = plan.chunk_elems;
+        let full = PlannedCopy::new(gpu, kernel, c, c, c)?;
+        let last = plan.chunk(plan.chunks - 1).len();
+        let tail = if last != c {
+            Some(PlannedCopy::new(gpu, kernel, last, c, c)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            gpu,
+            plan,
+            streams,
+            buffers,
+            full,
+            tail,
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &PipelinePlan {
+        &self.plan
+    }
+
+    /// Runs the batch `input` → `output` (both `plan.elems` long, any [`HostKind`]).
+    /// Returns after every stream has finished. From pageable memory the copies block the host
+    /// thread, so the chunks serialise: that is what the study shows.
+    ///
+    /// [`HostKind`]: super::mem::HostKind
+    pub fn run(
+        &self,
+        input: &HostBuffer<f32>,
+        output: &mut HostBuffer<f32>,
+    ) -> Result<PipelineRun> {
+        for (name, len) in [("input", input.len()), ("output", output.len())] {
+            if len != self.plan.elems {
+                return Err(Error::BufferLength {
+                    kernel: NAME.into(),
+                    buffer: name,
+                    got: len,
+                    need: self.plan.elems,
+                    shape: format!("plan for {} elements", self.plan.elems),
+                });
+            }
+        }
+        let ctx = self.gpu.context();
+        let event = || {
+            ctx.new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating a timing event".into())
+        };
+        let start = event()?;
+        let end = event()?;
+        let marks = (0..self.plan.chunks)
+            .map(|_| Ok([event()?, event()?, event()?, event()?]))
+            .collect::<Result<Vec<_>>>()?;
+        let issued = self.issue(input, output, &start, &end, &marks);
+        // Whatever happened while issuing, no copy may still be using the host buffers when
+        // this function returns.
+        let mut synced = Ok(());
+        for (i, s) in self.streams.iter().enumerate() {
+            let r = s
+                .synchronize()
+                .during(|| format!("synchronising pipeline stream {i}"));
+            if synced.is_ok() {
+                synced = r;
+            }
+        }
+        issued?;
+        synced?;
+        let ms = |a: &CudaEvent, b: &CudaEvent| {
+            a.elapsed_ms(b)
+                .map(f64::from)
+                .during(|| "reading pipeline event times".into())
+        };
+        let mut spans = Vec::with_capacity(3 * self.plan.chunks);
+        for (chunk, m) in marks.iter().enumerate() {
+            let at = [
+                ms(&start, &m[0])?,
+                ms(&start, &m[1])?,
+                ms(&start, &m[2])?,
+                ms(&start, &m[3])?,
+            ];
+            for (k, stage) in Stage::ALL.into_iter().enumerate() {
+                spans.push(Span {
+                    stream: self.plan.stream_of(chunk),
+                    chunk,
+                    stage,
+                    start_us: at[k] * 1e3,
+                    dur_us: (at[k + 1] - at[k]) * 1e3,
+                });
+            }
+        }
+        Ok(PipelineRun {
+            total_ms: ms(&start, &end)?,
+            timeline: Timeline {
+                title: String::new(),
+                streams: self.plan.streams,
+                spans,
+            },
+        })
+    }
+
+    fn issue(
+        &self,
+        input: &HostBuffer<f32>,
+        output: &mut HostBuffer<f32>,
+        start: &CudaEvent,
+        end: &CudaEvent,
+        marks: &[[CudaEvent; 4]],
+    ) -> Result<()> {
+        let rec =
+            |e: &CudaEvent, s: &CudaStream| e.record(s).during(|| "recording an event".into());
+        let first = &self.streams[0];
+        rec(start, first)?;
+        for s in &self.streams[1..] {
+            s.wait(start)
+                .during(|| "ordering a stream after the start".into())?;
+        }
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .during(|| "binding the context".into())?;
+        for (chunk, m) in marks.iter().enumerate() {
+            let si = self.plan.stream_of(chunk);
+            let s = &self.streams[si];
+            let (din, dout) = &self.buffers[si];
+            let range = self.plan.chunk(chunk);
+            let kernel = if range.len() == self.plan.chunk_elems {
+                &self.full
+            } else {
+                self.tail.as_ref().unwrap_or(&self.full)
+            };
+            rec(&m[0], s)?;
+            // SAFETY: `din` holds a full chunk (≥ range.len() f32); the host slice lives until
+            // `run` synchronises every stream; the previous user of `din` on this stream (the
+            // kernels of chunk `chunk - streams`) is ordered before this copy by the stream.
+            unsafe {
+                result::memcpy_htod_async(
+                    din.ptr(),
+                    &input.as_slice()[range.clone()],
+                    s.cu_stream(),
+                )
+            }
+            .during(|| format!("H2D of chunk {chunk}"))?;
+            rec(&m[1], s)?;
+            for _ in 0..self.plan.compute_reps {
+                // SAFETY: both buffers hold a full chunk and belong to this stream only; the
+                // launch is planned for this chunk's length.
+                unsafe { kernel.launch(s, din.ptr(), dout.ptr()) }?;
+            }
+            rec(&m[2], s)?;
+            let src = if self.plan.compute_reps > 0 {
+                dout
+            } else {
+                din
+            };
+            // SAFETY: as for the H2D: the slice outlives the copy (`run` synchronises), and
+            // `src` holds at least range.len() f32 written by this stream's earlier work.
+            unsafe {
+                result::memcpy_dtoh_async(
+                    &mut output.as_mut_slice()[range],
+                    src.ptr(),
+                    s.cu_stream(),
+                )
+            }
+            .during(|| format!("D2H of chunk {chunk}"))?;
+            rec(&m[3], s)?;
+        }
+        for s in &self.streams[1..] {
+            first.join(s).during(|| "joining the streams".into())?;
+        }
+        rec(end, first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: usize = 1 << 30;
+
+    fn cfg(chunk_elems: usize, streams: usize) -> PipelineConfig {
+        PipelineConfig {
+            chunk_elems,
+            streams,
+            compute_reps: 1,
+        }
+    }
+
+    #[test]
+    fn chunks_cover_the_batch_with_a_short_tail() {
+        let p = PipelinePlan::new(10, 10, &cfg(4, 3), GIB).unwrap();
+        assert_eq!(p.chunks, 3);
+        assert_eq!(p.chunk(0), 0..4);
+        assert_eq!(p.chunk(2), 8..10);
+        assert_eq!(p.stream_of(2), 2);
+        assert_eq!(p.device_bytes, 3 * 2 * 4 * 4);
+        // A chunk larger than the batch shrinks to it.
+        let p = PipelinePlan::new(10, 10, &cfg(100, 1), GIB).unwrap();
+        assert_eq!((p.chunks, p.chunk_elems), (1, 10));
+    }
+
+    #[test]
+    fn zero_chunk_and_empty_batch_are_typed_errors() {
+        let e = PipelinePlan::new(10, 10, &cfg(0, 1), GIB).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ZeroSize {
+                    what: "chunk elements",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = PipelinePlan::new(0, 0, &cfg(4, 1), GIB).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ZeroSize {
+                    what: "batch elements",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = PipelinePlan::new(10, 10, &cfg(4, 0), GIB).unwrap_err();
+        assert!(matches!(e, Error::Pipeline { .. }), "{e}");
+    }
+
+    #[test]
+    fn more_streams_than_chunks_is_a_typed_error() {
+        let e = PipelinePlan::new(10, 10, &cfg(4, 4), GIB).unwrap_err();
+        assert!(
+            matches!(e, Error::Pipeline { ref what } if what.contains("4 streams but only 3 chunk")),
+            "{e}"
+        );
+        assert!(PipelinePlan::new(12, 12, &cfg(4, 3), GIB).is_ok());
+    }
+
+    #[test]
+    fn wrong_output_length_is_a_typed_error() {
+        let e = PipelinePlan::new(10, 9, &cfg(4, 1), GIB).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::BufferLength {
+                    buffer: "output",
+                    got: 9,
+                    need: 10,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_batch_larger_than_device_memory_streams() {
+        // 4 TiB of f32 through an "H200" with 141 GB free: the plan needs only the chunk
+        // buffers, 4 streams × 2 × 32 MiB.
+        let device_free = 141_000_000_000;
+        let elems = 1usize << 40;
+        let p = PipelinePlan::new(elems, elems, &cfg(1 << 23, 4), device_free).unwrap();
+        assert_eq!(p.device_bytes, 256 << 20);
+        assert_eq!(p.chunks, 1 << 17);
+        assert!(p.elems * 4 > device_free);
+        // Chunk buffers that cannot fit are refused with the numbers, not an allocation failure.
+        let e = PipelinePlan::new(elems, elems, &cfg(1 << 34, 4), device_free).unwrap_err();
+        assert!(
+            matches!(e, Error::Pipeline { ref what } if what.contains("are free")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn byte_overflow_is_a_typed_error() {
+        let e = PipelinePlan::new(usize::MAX, usize::MAX, &cfg(usize::MAX / 2, 2), usize::MAX)
+            .unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+    }
+}
