@@ -1,0 +1,176 @@
+//! GPU tests of host orchestration: the pipeline's output at odd sizes from pinned and pageable
+//! memory, bad host buffers, a batch larger than the device budget, the pool's statistics and
+//! the studies at small sizes.
+//!
+//! Each test is `#[ignore = "needs a GPU"]`, as in `tests/gpu.rs`. On a GPU machine:
+//! `cargo test --release --test gpu_orch -- --ignored`, or the staged `run.sh orch`.
+
+use rustile::orch::overlap::fill_pattern;
+use rustile::orch::{
+    launch, pool, transfer, HostBuffer, HostKind, Pipeline, PipelineConfig, PipelinePlan,
+    StreamPool,
+};
+use rustile::{copy, Error, Gpu};
+
+fn gpu() -> Gpu {
+    Gpu::new(0).expect("these tests need a GPU")
+}
+
+fn free_bytes(gpu: &Gpu) -> usize {
+    gpu.context().mem_get_info().unwrap().0
+}
+
+fn run_and_check(gpu: &Gpu, kind: HostKind, elems: usize, cfg: PipelineConfig, budget: usize) {
+    let ctx = gpu.context();
+    let mut input = HostBuffer::<f32>::new(ctx, kind, elems).unwrap();
+    let mut output = HostBuffer::<f32>::new(ctx, kind, elems).unwrap();
+    fill_pattern(input.as_mut_slice(), elems as u32);
+    output.as_mut_slice().fill(f32::NAN);
+    let plan = PipelinePlan::new(elems, elems, &cfg, budget).unwrap();
+    let pipe = Pipeline::new(gpu, plan, copy::BEST).unwrap();
+    let run = pipe.run(&input, &mut output).unwrap();
+    let bad = input
+        .as_slice()
+        .iter()
+        .zip(output.as_slice())
+        .position(|(a, b)| a.to_bits() != b.to_bits());
+    assert_eq!(bad, None, "{kind:?} {cfg:?}: first wrong element");
+    assert_eq!(run.timeline.spans.len(), 3 * plan.chunks);
+    assert!(run.total_ms > 0.0);
+    assert!(run.timeline.end_us() <= run.total_ms * 1e3 + 1.0);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn pipeline_output_is_exact_at_odd_sizes_pinned_and_pageable() {
+    let gpu = gpu();
+    let free = free_bytes(&gpu);
+    for (kind, streams) in [
+        (HostKind::Pinned, 3),
+        (HostKind::Pageable, 2),
+        (HostKind::WriteCombined, 4),
+    ] {
+        for reps in [0, 2] {
+            let cfg = PipelineConfig {
+                chunk_elems: 1_000_003,
+                streams,
+                compute_reps: reps,
+            };
+            run_and_check(&gpu, kind, 10_000_019, cfg, free);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_batch_larger_than_the_device_budget_streams_through() {
+    // A budget of 8 MiB of device memory and a 64 MiB batch: 4 streams × 2 × 1 MiB chunks.
+    let gpu = gpu();
+    let cfg = PipelineConfig {
+        chunk_elems: 1 << 18,
+        streams: 4,
+        compute_reps: 1,
+    };
+    run_and_check(&gpu, HostKind::Pinned, 1 << 24, cfg, 8 << 20);
+    let e = PipelinePlan::new(
+        1 << 24,
+        1 << 24,
+        &PipelineConfig {
+            chunk_elems: 1 << 20,
+            ..cfg
+        },
+        8 << 20,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Pipeline { .. }), "{e}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn host_buffers_of_the_wrong_length_are_typed_errors() {
+    let gpu = gpu();
+    let ctx = gpu.context();
+    let cfg = PipelineConfig {
+        chunk_elems: 100,
+        streams: 2,
+        compute_reps: 1,
+    };
+    let plan = PipelinePlan::new(1000, 1000, &cfg, free_bytes(&gpu)).unwrap();
+    let pipe = Pipeline::new(&gpu, plan, copy::BEST).unwrap();
+    let good = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 1000).unwrap();
+    let short = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 999).unwrap();
+    let mut out = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 1000).unwrap();
+    let e = pipe.run(&short, &mut out).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::BufferLength {
+                buffer: "input",
+                got: 999,
+                need: 1000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut long = HostBuffer::<f32>::new(ctx, HostKind::Pageable, 1001).unwrap();
+    let e = pipe.run(&good, &mut long).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::BufferLength {
+                buffer: "output",
+                got: 1001,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 0)
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::ZeroSize { .. }), "{e}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn pool_statistics_follow_allocations() {
+    let gpu = gpu();
+    let s = gpu.context().new_stream().unwrap();
+    let mut p = StreamPool::new(&gpu).unwrap();
+    let bufs: Vec<_> = (0..3).map(|_| p.alloc(1 << 20, &s).unwrap()).collect();
+    s.synchronize().unwrap();
+    let live = p.stats().unwrap();
+    assert_eq!(live.accounting.allocated, 3 << 20);
+    assert!(
+        live.reserved >= 3 << 20 && live.peak_reserved >= live.reserved,
+        "{live:?}"
+    );
+    assert!(live.used >= 3 << 20, "{live:?}");
+    for b in bufs {
+        p.free(b, &s).unwrap();
+    }
+    s.synchronize().unwrap();
+    let after = p.stats().unwrap();
+    assert_eq!(after.accounting.allocated, 0);
+    assert_eq!(after.accounting.peak_allocated, 3 << 20);
+    assert_eq!(after.used, 0);
+    assert!(
+        after.reserved >= 3 << 20,
+        "the pool keeps its reservation: {after:?}"
+    );
+    assert!(matches!(p.alloc(0, &s), Err(Error::ZeroSize { .. })));
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn studies_run_at_small_sizes() {
+    let gpu = gpu();
+    let t = transfer::study(&gpu, 1 << 20, |_| {}).unwrap();
+    assert_eq!(t.rows.len(), 5 * 3 * 2);
+    assert!(t.rows.iter().all(|r| r.gbps > 0.0));
+    let l = launch::study(&gpu, 50, 2).unwrap();
+    assert_eq!((l.launch.len(), l.sync.len()), (2, 3));
+    let a = pool::study(&gpu, &[1 << 20], 5, 2).unwrap();
+    assert_eq!(a.rows.len(), 2);
+}
