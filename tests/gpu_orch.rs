@@ -7,8 +7,8 @@
 
 use rustile::orch::overlap::fill_pattern;
 use rustile::orch::{
-    launch, pool, transfer, HostBuffer, HostKind, Pipeline, PipelineConfig, PipelinePlan,
-    StreamPool,
+    launch, pool, transfer, ChunkWork, HostBuffer, HostKind, Pipeline, PipelineConfig,
+    PipelinePlan, StreamPool,
 };
 use rustile::{copy, Error, Gpu};
 
@@ -20,21 +20,24 @@ fn free_bytes(gpu: &Gpu) -> usize {
     gpu.context().mem_get_info().unwrap().0
 }
 
-fn run_and_check(gpu: &Gpu, kind: HostKind, elems: usize, cfg: PipelineConfig, budget: usize) {
+fn run_and_check(
+    gpu: &Gpu,
+    work: ChunkWork,
+    kind: HostKind,
+    elems: usize,
+    cfg: PipelineConfig,
+    budget: usize,
+) {
     let ctx = gpu.context();
     let mut input = HostBuffer::<f32>::new(ctx, kind, elems).unwrap();
     let mut output = HostBuffer::<f32>::new(ctx, kind, elems).unwrap();
     fill_pattern(input.as_mut_slice(), elems as u32);
     output.as_mut_slice().fill(f32::NAN);
     let plan = PipelinePlan::new(elems, elems, &cfg, budget).unwrap();
-    let pipe = Pipeline::new(gpu, plan, copy::BEST).unwrap();
+    let pipe = Pipeline::new(gpu, plan, work).unwrap();
     let run = pipe.run(&input, &mut output).unwrap();
-    let bad = input
-        .as_slice()
-        .iter()
-        .zip(output.as_slice())
-        .position(|(a, b)| a.to_bits() != b.to_bits());
-    assert_eq!(bad, None, "{kind:?} {cfg:?}: first wrong element");
+    pipe.verify(input.as_slice(), output.as_slice())
+        .unwrap_or_else(|e| panic!("{kind:?} {cfg:?} {}: {e}", work.name()));
     assert_eq!(run.timeline.spans.len(), 3 * plan.chunks);
     assert!(run.total_ms > 0.0);
     assert!(run.timeline.end_us() <= run.total_ms * 1e3 + 1.0);
@@ -56,7 +59,31 @@ fn pipeline_output_is_exact_at_odd_sizes_pinned_and_pageable() {
                 streams,
                 compute_reps: reps,
             };
-            run_and_check(&gpu, kind, 10_000_019, cfg, free);
+            run_and_check(
+                &gpu,
+                ChunkWork::Copy(copy::BEST),
+                kind,
+                10_000_019,
+                cfg,
+                free,
+            );
+            // A transpose of each chunk as a 1000-column matrix; the odd tail as 1 × len.
+            let t = rustile::orch::cli::work("transpose").unwrap();
+            let t = match t {
+                ChunkWork::Transpose { kernel, .. } => ChunkWork::Transpose { kernel, cols: 1000 },
+                other => other,
+            };
+            run_and_check(
+                &gpu,
+                t,
+                kind,
+                10_000_019,
+                PipelineConfig {
+                    chunk_elems: 1_000_000,
+                    ..cfg
+                },
+                free,
+            );
         }
     }
 }
@@ -71,7 +98,14 @@ fn a_batch_larger_than_the_device_budget_streams_through() {
         streams: 4,
         compute_reps: 1,
     };
-    run_and_check(&gpu, HostKind::Pinned, 1 << 24, cfg, 8 << 20);
+    run_and_check(
+        &gpu,
+        ChunkWork::Copy(copy::BEST),
+        HostKind::Pinned,
+        1 << 24,
+        cfg,
+        8 << 20,
+    );
     let e = PipelinePlan::new(
         1 << 24,
         1 << 24,
@@ -96,7 +130,7 @@ fn host_buffers_of_the_wrong_length_are_typed_errors() {
         compute_reps: 1,
     };
     let plan = PipelinePlan::new(1000, 1000, &cfg, free_bytes(&gpu)).unwrap();
-    let pipe = Pipeline::new(&gpu, plan, copy::BEST).unwrap();
+    let pipe = Pipeline::new(&gpu, plan, ChunkWork::Copy(copy::BEST)).unwrap();
     let good = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 1000).unwrap();
     let short = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 999).unwrap();
     let mut out = HostBuffer::<f32>::new(ctx, HostKind::Pinned, 1000).unwrap();

@@ -1,31 +1,33 @@
-//! The suite's copy kernel, planned once and launched on any stream by raw device address.
+//! A suite kernel (copy, transpose, strided), planned once and launched on any stream by raw
+//! device address.
 //!
-//! The family launchers (`copy::launch`) run on the [`Gpu`]'s own stream; the orchestration
-//! code needs many streams, so it plans a launch with the same checks (`CopyProblem::plan`,
+//! The family launchers (`copy::launch`, …) run on the [`Gpu`]'s own stream; the orchestration
+//! code needs many streams, so it plans a launch with the same checks (`Problem::plan`,
 //! `check::prepare`) and then only pushes addresses per launch.
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use rustile_kernels::registry::{DType, KernelInfo};
 
 use crate::check::{self, BufArg, Scalar};
-use crate::copy::CopyProblem;
 use crate::error::{DriverContext, Result};
 use crate::gpu::Gpu;
+use crate::problem::Problem;
 
-/// A checked, planned `copy` launch of `n` f32 elements between buffers of at least `n`.
+/// A checked, planned f32 launch of one suite kernel on one problem, between buffers of
+/// `src_len` and `dst_len` elements.
 pub struct PlannedCopy {
     kernel: &'static KernelInfo,
+    problem: Problem,
     f: CudaFunction,
     cfg: LaunchConfig,
-    n: u64,
+    scalars: Vec<Scalar>,
     src_len: usize,
     dst_len: usize,
 }
 
 impl PlannedCopy {
-    /// Plans `kernel` for `n` elements from a buffer of `src_len` to one of `dst_len` elements.
-    /// Device allocations are 256-byte aligned, so the addresses used at launch (allocation
-    /// starts) satisfy every variant's alignment; the lengths are checked here.
+    /// Plans `kernel` for `dst[..n] = src[..n]` (a copy of `n` f32) between buffers of
+    /// `src_len` and `dst_len` elements.
     pub fn new(
         gpu: &Gpu,
         kernel: &'static KernelInfo,
@@ -33,36 +35,46 @@ impl PlannedCopy {
         src_len: usize,
         dst_len: usize,
     ) -> Result<Self> {
-        let problem = CopyProblem { n };
+        let problem = Problem::Copy(crate::copy::CopyProblem { n });
+        Self::for_problem(gpu, kernel, problem, src_len, dst_len)
+    }
+
+    /// Plans `kernel` for `problem`. Device allocations are 256-byte aligned, so the addresses
+    /// used at launch (allocation starts) satisfy every variant's alignment; the lengths, the
+    /// grid and the family are checked here.
+    pub fn for_problem(
+        gpu: &Gpu,
+        kernel: &'static KernelInfo,
+        problem: Problem,
+        src_len: usize,
+        dst_len: usize,
+    ) -> Result<Self> {
         let arg = |name, len| BufArg {
             name,
             len,
             addr: 256,
         };
-        let plan = problem.plan::<f32>(
-            kernel,
-            arg("src", src_len),
-            arg("dst", dst_len),
-            gpu.info().sm_count,
-        )?;
+        let sm_count = gpu.info().sm_count;
+        let plan =
+            problem.plan::<f32>(kernel, arg("src", src_len), arg("dst", dst_len), sm_count)?;
         let (f, cfg) = check::prepare(gpu, kernel, DType::F32, plan.grid)?;
-        debug_assert_eq!(plan.scalars, vec![Scalar::U64(n as u64)]);
         Ok(Self {
             kernel,
+            problem,
             f,
             cfg,
-            n: n as u64,
+            scalars: plan.scalars,
             src_len,
             dst_len,
         })
     }
 
-    /// Elements copied per launch.
-    pub fn n(&self) -> usize {
-        self.n as usize
+    /// The problem each launch solves.
+    pub fn problem(&self) -> &Problem {
+        &self.problem
     }
 
-    /// Enqueues `dst[..n] = src[..n]` on `stream`.
+    /// Enqueues the planned kernel on `stream`.
     ///
     /// # Safety
     /// `src` and `dst` must be device allocations of at least `src_len` / `dst_len` f32
@@ -70,15 +82,22 @@ impl PlannedCopy {
     /// until the launch completes, and not written by other work while it runs.
     pub unsafe fn launch(&self, stream: &CudaStream, src: u64, dst: u64) -> Result<()> {
         let mut args = stream.launch_builder(&self.f);
-        args.arg(&src).arg(&dst).arg(&self.n);
-        // SAFETY: the copy kernels take `(src: *const f32, dst: *mut f32, n: u64)`; `new`
-        // checked n against both lengths and the grid against the device; the caller vouches
-        // for the addresses (this function's contract).
+        args.arg(&src).arg(&dst);
+        for s in &self.scalars {
+            match s {
+                Scalar::U32(v) => args.arg(v),
+                Scalar::U64(v) => args.arg(v),
+            };
+        }
+        // SAFETY: every suite kernel takes `(src: *const T, dst: *mut T, scalars…)` with the
+        // scalars in the plan's order and types; `for_problem` checked the shape against both
+        // lengths and the grid against the device; the caller vouches for the addresses (this
+        // function's contract).
         unsafe { args.launch(self.cfg) }.during(|| {
             format!(
-                "launching {} (n = {}, buffers {} / {})",
+                "launching {} ({}, buffers {} / {})",
                 check::kernel_name(self.kernel),
-                self.n,
+                self.problem.shape(),
                 self.src_len,
                 self.dst_len
             )

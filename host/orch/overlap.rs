@@ -1,9 +1,9 @@
 //! The overlap study: the pipeline with 1, 2, 3, 4 … streams against its ideal, from pinned
 //! and from pageable memory.
 //!
-//! The compute stage is the suite's best copy kernel run `k` times on the chunk; `k` is
-//! measured so that the compute time of a chunk ≈ its pinned H2D time (the hardest case for
-//! overlap: three equal stages). The ideal time of `n` chunks with per-chunk stage times
+//! The compute stage is a suite kernel (the best copy, or a transpose) run `k` times on the
+//! chunk; `k` is measured so that the compute time of a chunk ≈ its pinned H2D time (the
+//! hardest case for overlap: three equal stages). The ideal time of `n` chunks with per-chunk stage times
 //! `h, c, d` (means from the 1-stream run, the serial baseline, measured in the same process)
 //! is `n · max(h, c, d) + (h + c + d − max)`: the longest stage's sum plus filling and draining
 //! the other two. Overlap efficiency = ideal / measured.
@@ -13,9 +13,9 @@ use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 
 use super::kernel::PlannedCopy;
 use super::mem::{DeviceBuffer, HostBuffer, HostKind};
-use super::pipeline::{Pipeline, PipelineConfig, PipelinePlan, PipelineRun};
+use super::pipeline::{ChunkWork, Pipeline, PipelineConfig, PipelinePlan, PipelineRun};
 use super::timeline::Timeline;
-use crate::error::{DriverContext, Error, Result};
+use crate::error::{DriverContext, Result};
 use crate::gpu::Gpu;
 use crate::harness::Stats;
 
@@ -34,6 +34,8 @@ pub struct OverlapConfig {
     pub compute_reps: Option<usize>,
     /// Also run from pageable memory (1 stream and the largest count).
     pub pageable: bool,
+    /// The compute stage's kernel and problem.
+    pub work: ChunkWork,
 }
 
 /// Per-chunk stage times measured alone on one stream, and the chosen `k`.
@@ -89,9 +91,11 @@ pub struct OverlapReport {
     pub timeline: Timeline,
     /// The pageable run with the most streams, if measured.
     pub pageable_timeline: Option<Timeline>,
-    /// The output of a pinned multi-stream run equalled the input bit for bit (output poisoned
-    /// before the run).
+    /// The output of a pinned multi-stream run equalled the CPU reference bit for bit (output
+    /// poisoned before the run).
     pub verified: bool,
+    /// The compute stage's kernel, `family/variant`.
+    pub kernel: String,
 }
 
 fn timed_ms(
@@ -124,6 +128,7 @@ fn timed_ms(
 /// Measures one chunk's H2D, kernel and D2H alone, and picks `k` = round(H2D / kernel).
 pub fn calibrate(
     gpu: &Gpu,
+    work: ChunkWork,
     chunk_elems: usize,
     input: &HostBuffer<f32>,
     output: &mut HostBuffer<f32>,
@@ -134,7 +139,7 @@ pub fn calibrate(
     let stream = ctx.new_stream().during(|| "creating a stream".into())?;
     let din = DeviceBuffer::new(ctx, bytes, "calibration input")?;
     let dout = DeviceBuffer::new(ctx, bytes, "calibration output")?;
-    let copy = PlannedCopy::new(gpu, crate::copy::BEST, n, n, n)?;
+    let copy = PlannedCopy::for_problem(gpu, work.kernel(), work.problem(n), n, n)?;
     ctx.bind_to_thread()
         .during(|| "binding the context".into())?;
     let src = &input.as_slice()[..n];
@@ -228,7 +233,7 @@ pub fn study(
     let mut input = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
     let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
     fill_pattern(input.as_mut_slice(), 0x5eed);
-    let mut calibration = calibrate(gpu, cfg.chunk_elems, &input, &mut output)?;
+    let mut calibration = calibrate(gpu, cfg.work, cfg.chunk_elems, &input, &mut output)?;
     if let Some(k) = cfg.compute_reps {
         calibration.compute_reps = k;
     }
@@ -247,7 +252,7 @@ pub fn study(
         };
         let plan = PipelinePlan::new(input.len(), output.len(), &pc, free)?;
         chunks = plan.chunks;
-        let pipe = Pipeline::new(gpu, plan, crate::copy::BEST)?;
+        let pipe = Pipeline::new(gpu, plan, cfg.work)?;
         let m = measure(&pipe, &input, &mut output, cfg.reps)?;
         let sums = m.median_run.timeline.stage_sums_us().map(|us| us / 1e3);
         if s == 1 {
@@ -269,27 +274,17 @@ pub fn study(
         if s == max_streams {
             timeline = m.median_run.timeline;
             timeline.title = format!(
-                "{} — {} MiB batch, {} chunks of {} MiB, {s} streams, pinned, copy kernel ×{k}",
+                "{} — {} MiB batch, {} chunks of {} MiB, {s} streams, pinned, {} ×{k}",
                 gpu.info().name,
                 input.bytes() >> 20,
                 plan.chunks,
-                plan.chunk_bytes() >> 20
+                plan.chunk_bytes() >> 20,
+                cfg.work.name()
             );
-            // Correctness: poison the output, run once more, compare bits.
+            // Correctness: poison the output, run once more, compare with the CPU reference.
             output.as_mut_slice().fill(f32::NAN);
             pipe.run(&input, &mut output)?;
-            let bad = input
-                .as_slice()
-                .iter()
-                .zip(output.as_slice())
-                .position(|(a, b)| a.to_bits() != b.to_bits());
-            if let Some(i) = bad {
-                return Err(Error::Mismatch {
-                    kernel: "pipeline".into(),
-                    shape: format!("{} elements, {s} streams", input.len()),
-                    detail: format!("first wrong element at {i}"),
-                });
-            }
+            pipe.verify(input.as_slice(), output.as_slice())?;
             verified = true;
         }
     }
@@ -312,7 +307,7 @@ pub fn study(
                 compute_reps: k,
             };
             let plan = PipelinePlan::new(input.len(), output.len(), &pc, free)?;
-            let pipe = Pipeline::new(gpu, plan, crate::copy::BEST)?;
+            let pipe = Pipeline::new(gpu, plan, cfg.work)?;
             let m = measure(&pipe, &input, &mut output, cfg.reps.div_ceil(3))?;
             let sums = m.median_run.timeline.stage_sums_us().map(|us| us / 1e3);
             if s == 1 {
@@ -349,6 +344,7 @@ pub fn study(
         timeline,
         pageable_timeline,
         verified,
+        kernel: cfg.work.name(),
     })
 }
 
@@ -356,8 +352,9 @@ pub fn study(
 pub fn markdown(r: &OverlapReport) -> String {
     let c = &r.calibration;
     let mut s = format!(
-        "Batch {} MiB in {} chunks of {} MiB. One chunk alone: H2D {:.3} ms, D2H {:.3} ms, copy \
-         kernel {:.4} ms → compute stage = copy kernel × {} ≈ {:.3} ms.\n\n",
+        "Compute stage: `{}`. Batch {} MiB in {} chunks of {} MiB. One chunk alone: H2D {:.3} ms, \
+         D2H {:.3} ms, one kernel {:.4} ms → compute stage = kernel × {} ≈ {:.3} ms.\n\n",
+        r.kernel,
         r.batch_bytes >> 20,
         r.chunks,
         c.chunk_bytes >> 20,
@@ -387,7 +384,7 @@ pub fn markdown(r: &OverlapReport) -> String {
         );
     }
     s += &format!(
-        "\nOutput of the {}-stream pinned run bit-identical to the input: {}.\n",
+        "\nOutput of the {}-stream pinned run bit-identical to the CPU reference: {}.\n",
         r.timeline.streams,
         if r.verified { "yes" } else { "not checked" }
     );

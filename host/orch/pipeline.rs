@@ -17,8 +17,55 @@ use rustile_kernels::registry::KernelInfo;
 use super::kernel::PlannedCopy;
 use super::mem::{DeviceBuffer, HostBuffer};
 use super::timeline::{Span, Stage, Timeline};
+use crate::copy::CopyProblem;
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
+use crate::problem::Problem;
+use crate::transpose::TransposeProblem;
+
+/// What the compute stage runs on each chunk (f32), `compute_reps` times, input → output.
+#[derive(Clone, Copy, Debug)]
+pub enum ChunkWork {
+    /// `out = in` with a copy variant: short launches (a few µs each on a chunk).
+    Copy(&'static KernelInfo),
+    /// `out = inᵀ`, the chunk read as a `(len / cols) × cols` row-major matrix (as `1 × len`
+    /// when `cols` does not divide it): fewer, longer launches with a slow variant.
+    Transpose {
+        /// A transpose variant.
+        kernel: &'static KernelInfo,
+        /// Matrix columns.
+        cols: usize,
+    },
+}
+
+impl ChunkWork {
+    /// The kernel.
+    pub fn kernel(&self) -> &'static KernelInfo {
+        match self {
+            ChunkWork::Copy(k) | ChunkWork::Transpose { kernel: k, .. } => k,
+        }
+    }
+
+    /// The problem for a chunk of `len` elements.
+    pub fn problem(&self, len: usize) -> Problem {
+        match *self {
+            ChunkWork::Copy(_) => Problem::Copy(CopyProblem { n: len }),
+            ChunkWork::Transpose { cols, .. } => {
+                let (rows, cols) = if cols > 0 && len.is_multiple_of(cols) {
+                    (len / cols, cols)
+                } else {
+                    (1, len)
+                };
+                Problem::Transpose(TransposeProblem { rows, cols })
+            }
+        }
+    }
+
+    /// `family/variant`.
+    pub fn name(&self) -> String {
+        crate::check::kernel_name(self.kernel())
+    }
+}
 
 /// How to cut and run a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -163,14 +210,15 @@ pub struct Pipeline<'g> {
     plan: PipelinePlan,
     streams: Vec<Arc<CudaStream>>,
     buffers: Vec<(DeviceBuffer, DeviceBuffer)>,
+    work: ChunkWork,
     full: PlannedCopy,
     tail: Option<PlannedCopy>,
 }
 
 impl<'g> Pipeline<'g> {
-    /// Creates the streams and the `streams × 2` chunk buffers, and plans `kernel` for a full
+    /// Creates the streams and the `streams × 2` chunk buffers, and plans `work` for a full
     /// and (if any) the partial last chunk.
-    pub fn new(gpu: &'g Gpu, plan: PipelinePlan, kernel: &'static KernelInfo) -> Result<Self> {
+    pub fn new(gpu: &'g Gpu, plan: PipelinePlan, work: ChunkWork) -> Result<Self> {
         let ctx = gpu.context();
         let streams = (0..plan.streams)
             .map(|i| ctx.new_stream().during(|| format!("creating stream {i}")))
@@ -192,10 +240,11 @@ impl<'g> Pipeline<'g> {
             })
             .collect::<Result<Vec<_>>>()?;
         let c = plan.chunk_elems;
-        let full = PlannedCopy::new(gpu, kernel, c, c, c)?;
+        let planned = |len| PlannedCopy::for_problem(gpu, work.kernel(), work.problem(len), c, c);
+        let full = planned(c)?;
         let last = plan.chunk(plan.chunks - 1).len();
         let tail = if last != c {
-            Some(PlannedCopy::new(gpu, kernel, last, c, c)?)
+            Some(planned(last)?)
         } else {
             None
         };
@@ -204,6 +253,7 @@ impl<'g> Pipeline<'g> {
             plan,
             streams,
             buffers,
+            work,
             full,
             tail,
         })
@@ -212,6 +262,39 @@ impl<'g> Pipeline<'g> {
     /// The plan.
     pub fn plan(&self) -> &PipelinePlan {
         &self.plan
+    }
+
+    /// Checks `output` against the CPU reference of the work on every chunk of `input`, bit
+    /// for bit ([`Error::Mismatch`] names the first wrong chunk and element).
+    pub fn verify(&self, input: &[f32], output: &[f32]) -> Result<()> {
+        for chunk in 0..self.plan.chunks {
+            let r = self.plan.chunk(chunk);
+            let want: Vec<f32> = if self.plan.compute_reps == 0 {
+                input[r.clone()].to_vec()
+            } else {
+                self.work.problem(r.len()).reference(&input[r.clone()])
+            };
+            if let Some(i) = want
+                .iter()
+                .zip(&output[r.clone()])
+                .position(|(w, g)| w.to_bits() != g.to_bits())
+            {
+                return Err(Error::Mismatch {
+                    kernel: format!("{NAME} ({})", self.work.name()),
+                    shape: format!(
+                        "{} elements, {} streams",
+                        self.plan.elems, self.plan.streams
+                    ),
+                    detail: format!(
+                        "chunk {chunk}: first wrong element at {} (got {}, expected {})",
+                        r.start + i,
+                        output[r.start + i],
+                        want[i]
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Runs the batch `input` → `output` (both `plan.elems` long, any [`HostKind`]).
