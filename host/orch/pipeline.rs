@@ -4,9 +4,8 @@
 //!
 //! Only `N × 2` chunk-sized device buffers exist, whatever the batch size: a batch larger than
 //! device memory streams through them. Within a stream the order H2D → kernels → D2H → next
-//! chunk's H2D is stream order; across streams, events make each engine take the chunks in
-//! order (stage s of chunk i waits for stage s of chunk i − 1). The streams start together
-//! behind one start event and the first stream joins the others before the end event.
+//! chunk's H2D is stream order; the streams start together behind one start event and the
+//! first stream joins the others before the end event.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -327,7 +326,7 @@ impl<'g> Pipeline<'g> {
         let start = event()?;
         let end = event()?;
         let marks = (0..self.plan.chunks)
-            .map(|_| Ok([event()?, event()?, event()?, event()?, event()?, event()?]))
+            .map(|_| Ok([event()?, event()?, event()?, event()?]))
             .collect::<Result<Vec<_>>>()?;
         let issued = self.issue(input, output, &start, &end, &marks);
         // Whatever happened while issuing, no copy may still be using the host buffers when
@@ -350,14 +349,19 @@ impl<'g> Pipeline<'g> {
         };
         let mut spans = Vec::with_capacity(3 * self.plan.chunks);
         for (chunk, m) in marks.iter().enumerate() {
+            let at = [
+                ms(&start, &m[0])?,
+                ms(&start, &m[1])?,
+                ms(&start, &m[2])?,
+                ms(&start, &m[3])?,
+            ];
             for (k, stage) in Stage::ALL.into_iter().enumerate() {
-                let (a, b) = (ms(&start, &m[2 * k])?, ms(&start, &m[2 * k + 1])?);
                 spans.push(Span {
                     stream: self.plan.stream_of(chunk),
                     chunk,
                     stage,
-                    start_us: a * 1e3,
-                    dur_us: (b - a) * 1e3,
+                    start_us: at[k] * 1e3,
+                    dur_us: (at[k + 1] - at[k]) * 1e3,
                 });
             }
         }
@@ -377,7 +381,7 @@ impl<'g> Pipeline<'g> {
         output: &mut HostBuffer<f32>,
         start: &CudaEvent,
         end: &CudaEvent,
-        marks: &[[CudaEvent; 6]],
+        marks: &[[CudaEvent; 4]],
     ) -> Result<()> {
         let rec =
             |e: &CudaEvent, s: &CudaStream| e.record(s).during(|| "recording an event".into());
@@ -401,19 +405,6 @@ impl<'g> Pipeline<'g> {
             } else {
                 self.tail.as_ref().unwrap_or(&self.full)
             };
-            // Each engine takes the chunks in order: a stage of chunk `i` waits for the same
-            // stage of chunk `i - 1` (another stream). Without this, two streams' copies share
-            // the copy engines and both chunks finish late, delaying the next stage.
-            let prev = chunk.checked_sub(1).filter(|_| self.plan.streams > 1);
-            let after = |k: usize| -> Result<()> {
-                match prev {
-                    Some(p) => s
-                        .wait(&marks[p][2 * k + 1])
-                        .during(|| format!("ordering stage {k} of chunk {chunk}")),
-                    None => Ok(()),
-                }
-            };
-            after(0)?;
             rec(&m[0], s)?;
             // SAFETY: `din` holds a full chunk (≥ range.len() f32); the host slice lives until
             // `run` synchronises every stream; the previous user of `din` on this stream (the
@@ -427,16 +418,12 @@ impl<'g> Pipeline<'g> {
             }
             .during(|| format!("H2D of chunk {chunk}"))?;
             rec(&m[1], s)?;
-            after(1)?;
-            rec(&m[2], s)?;
             for _ in 0..self.plan.compute_reps {
                 // SAFETY: both buffers hold a full chunk and belong to this stream only; the
                 // launch is planned for this chunk's length.
                 unsafe { kernel.launch(s, din.ptr(), dout.ptr()) }?;
             }
-            rec(&m[3], s)?;
-            after(2)?;
-            rec(&m[4], s)?;
+            rec(&m[2], s)?;
             let src = if self.plan.compute_reps > 0 {
                 dout
             } else {
@@ -452,7 +439,7 @@ impl<'g> Pipeline<'g> {
                 )
             }
             .during(|| format!("D2H of chunk {chunk}"))?;
-            rec(&m[5], s)?;
+            rec(&m[3], s)?;
         }
         for s in &self.streams[1..] {
             first.join(s).during(|| "joining the streams".into())?;

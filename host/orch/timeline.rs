@@ -2,9 +2,9 @@
 //! JSON (opens in Perfetto or `chrome://tracing`) and as a hand-written SVG Gantt chart.
 //!
 //! Times come from CUDA events recorded on each stream before and after every stage, read
-//! with `cuEventElapsedTime` against one start event. A span runs from the moment its stream
-//! reached the stage (after its cross-stream waits) to the moment the stage finished: for work
-//! queued behind another stream's work on the same engine that includes the queueing.
+//! with `cuEventElapsedTime` against one start event. A span therefore runs from the moment its
+//! stream reached the stage to the moment the stage finished: for a kernel queued behind
+//! another stream's kernel that includes the wait.
 
 use std::fmt::Write as _;
 
