@@ -29,11 +29,12 @@ fn run_and_check(
     budget: usize,
 ) {
     let ctx = gpu.context();
+    let out_elems = PipelinePlan::output_len(elems, cfg.chunk_elems, work.shrink());
     let mut input = HostBuffer::<f32>::new(ctx, kind, elems).unwrap();
-    let mut output = HostBuffer::<f32>::new(ctx, kind, elems).unwrap();
+    let mut output = HostBuffer::<f32>::new(ctx, kind, out_elems).unwrap();
     fill_pattern(input.as_mut_slice(), elems as u32);
     output.as_mut_slice().fill(f32::NAN);
-    let plan = PipelinePlan::new(elems, elems, &cfg, budget).unwrap();
+    let plan = PipelinePlan::for_work(elems, out_elems, &cfg, &work, budget).unwrap();
     let pipe = Pipeline::new(gpu, plan, work).unwrap();
     let run = pipe.run(&input, &mut output).unwrap();
     pipe.verify(input.as_slice(), output.as_slice())
@@ -73,6 +74,12 @@ fn pipeline_output_is_exact_at_odd_sizes_pinned_and_pageable() {
                 ChunkWork::Transpose { kernel, .. } => ChunkWork::Transpose { kernel, cols: 1000 },
                 other => other,
             };
+            // A gather of every 8th / 7th element: output chunks of ⌈len / stride⌉, the odd
+            // tail too.
+            for stride in [8, 7] {
+                let g = rustile::orch::cli::work(&format!("gather:{stride}")).unwrap();
+                run_and_check(&gpu, g, kind, 10_000_019, cfg, free);
+            }
             run_and_check(
                 &gpu,
                 t,
@@ -164,6 +171,10 @@ fn host_buffers_of_the_wrong_length_are_typed_errors() {
         .err()
         .unwrap();
     assert!(matches!(e, Error::ZeroSize { .. }), "{e}");
+    // A plan made for a copy does not run a gather (its output chunks are shorter).
+    let gather = rustile::orch::cli::work("gather").unwrap();
+    let e = Pipeline::new(&gpu, plan, gather).err().unwrap();
+    assert!(matches!(e, Error::Pipeline { .. }), "{e}");
 }
 
 #[test]
@@ -207,4 +218,22 @@ fn studies_run_at_small_sizes() {
     assert_eq!((l.launch.len(), l.sync.len()), (2, 3));
     let a = pool::study(&gpu, &[1 << 20], 5, 2).unwrap();
     assert_eq!(a.rows.len(), 2);
+    // The overlap study with a gather: 8 MiB in 1 MiB chunks, output an eighth.
+    let cfg = rustile::orch::overlap::OverlapConfig {
+        batch_elems: 1 << 21,
+        chunk_elems: 1 << 18,
+        streams: vec![1, 3],
+        reps: 1,
+        compute_reps: Some(2),
+        pageable: true,
+        work: rustile::orch::cli::work("gather").unwrap(),
+    };
+    let o = rustile::orch::overlap::study(&gpu, &cfg, |_| {}).unwrap();
+    assert!(o.verified);
+    assert_eq!(o.rows.len(), 3);
+    assert_eq!(o.calibration.out_bytes * 8, o.calibration.chunk_bytes);
+    assert!(o
+        .rows
+        .iter()
+        .all(|r| r.efficiency > 0.0 && r.median_ms > 0.0));
 }

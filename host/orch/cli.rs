@@ -3,10 +3,12 @@
 //! ```text
 //! rustile transfer       [--max-mib N] [--out DIR]
 //! rustile overlap        [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N]
-//!                        [--compute-reps K] [--kernel copy|transpose] [--no-pageable] [--out DIR]
+//!                        [--compute-reps K] [--kernel copy|transpose|gather[:S]] [--no-pageable]
+//!                        [--out DIR]
 //! rustile launch         [--kernels N] [--reps N]
 //! rustile memory         [--sizes-mib 1,64,256] [--iterations N] [--reps N]
-//! rustile orchestration  [--quick] [--out DIR]     all four; tables, trace JSON and SVGs
+//! rustile orchestration  [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N]
+//!                        [--out DIR]               all four; tables, trace JSON and SVGs
 //! ```
 
 use std::collections::HashMap;
@@ -20,11 +22,13 @@ use crate::gpu::Gpu;
 /// Usage text.
 pub const USAGE: &str = "  transfer      [--max-mib N] [--out DIR]            H2D/D2H GB/s vs size: pageable, pinned, write-combined
   overlap       [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N] [--compute-reps K]
-                [--kernel copy|transpose] [--no-pageable] [--out DIR]
+                [--kernel copy|transpose|gather[:S]] [--no-pageable] [--out DIR]
                                                      chunked H2D → kernel → D2H over N streams vs ideal
   launch        [--kernels N] [--reps N]             µs per kernel: plain vs CUDA graph; cost of a sync
   memory        [--sizes-mib LIST] [--iterations N] [--reps N]   stream-ordered pool vs cuMemAlloc; stats
-  orchestration [--quick] [--out DIR]                all of the above; writes results.md/json, SVGs, trace";
+  orchestration [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N] [--out DIR]
+                                                     all of the above (overlap with copy, transpose and a
+                                                     stride-S gather); writes results.md/json, SVGs, trace";
 
 const SWITCHES: [&str; 2] = ["--quick", "--no-pageable"];
 
@@ -98,18 +102,41 @@ impl Opts {
 
 const MIB: usize = 1 << 20;
 
-/// The compute stage by name: `copy` (the best copy variant, short launches) or `transpose`
-/// (the naive transpose of the chunk as a 2048-column matrix: few, long launches).
+/// The gather's default stride: 8 f32 = one 32-byte sector per output element, and a D2H an
+/// eighth of the H2D.
+pub const GATHER_STRIDE: usize = 8;
+
+/// The compute stage by name: `copy` (the best copy variant, short launches), `transpose`
+/// (the naive transpose of the chunk as a 2048-column matrix: few, long launches) or
+/// `gather[:S]` (`strided/v01_gather`, every `S`-th element, default
+/// [`GATHER_STRIDE`]: the output, and so the D2H, is `S` times smaller than the input).
 pub fn work(name: &str) -> Result<ChunkWork> {
-    match name {
-        "copy" => Ok(ChunkWork::Copy(crate::copy::BEST)),
-        "transpose" => crate::transpose::variants()
-            .find(|k| k.name == "naive")
-            .map(|kernel| ChunkWork::Transpose { kernel, cols: 2048 })
-            .ok_or_else(|| Error::Usage("transpose/naive is missing from the registry".into())),
-        other => Err(Error::Usage(format!(
-            "--kernel copy|transpose, got `{other}`"
-        ))),
+    let bad = || Error::Usage(format!("--kernel copy|transpose|gather[:S], got `{name}`"));
+    match name.split_once(':') {
+        Some(("gather", stride)) => {
+            let stride = stride
+                .parse::<usize>()
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or_else(bad)?;
+            Ok(ChunkWork::Gather {
+                kernel: crate::strided::BEST,
+                stride,
+            })
+        }
+        Some(_) => Err(bad()),
+        None => match name {
+            "copy" => Ok(ChunkWork::Copy(crate::copy::BEST)),
+            "transpose" => crate::transpose::variants()
+                .find(|k| k.name == "naive")
+                .map(|kernel| ChunkWork::Transpose { kernel, cols: 2048 })
+                .ok_or_else(|| Error::Usage("transpose/naive is missing from the registry".into())),
+            "gather" => Ok(ChunkWork::Gather {
+                kernel: crate::strided::BEST,
+                stride: GATHER_STRIDE,
+            }),
+            _ => Err(bad()),
+        },
     }
 }
 
@@ -263,6 +290,7 @@ fn overlap_cmd(args: &[String]) -> Result<()> {
             "--streams",
             "--reps",
             "--compute-reps",
+            "--kernel",
             "--no-pageable",
             "--out",
         ],
@@ -311,8 +339,28 @@ fn memory_cmd(args: &[String]) -> Result<()> {
 
 /// Everything, with one results file set.
 fn orchestration_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--quick", "--out"])?;
+    let o = Opts::parse(
+        args,
+        &[
+            "--quick",
+            "--gather",
+            "--gather-batch-mib",
+            "--gather-chunk-mib",
+            "--out",
+        ],
+    )?;
     let plan = Plan::new(o.has("--quick"));
+    let base = &plan.overlap;
+    let gather_cfg = overlap::OverlapConfig {
+        work: ChunkWork::Gather {
+            kernel: crate::strided::BEST,
+            stride: o.num("--gather", GATHER_STRIDE)?,
+        },
+        pageable: false,
+        batch_elems: o.num("--gather-batch-mib", base.batch_elems * 4 / MIB)? * MIB / 4,
+        chunk_elems: o.num("--gather-chunk-mib", base.chunk_elems * 4 / MIB)? * MIB / 4,
+        ..base.clone()
+    };
     let out = o.out();
     let gpu = Gpu::new(0)?;
     let head = header(&gpu);
@@ -320,8 +368,9 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
 
     let t = transfer::study(&gpu, plan.transfer_max, progress)?;
     println!("{}", t.markdown());
-    // Two compute stages: many short copy launches (with the pageable contrast), and few long
-    // transpose launches.
+    // Three compute stages: many short copy launches (with the pageable contrast), few long
+    // transpose launches (both: output = input, so D2H is as large as H2D), and a gather whose
+    // output is `stride` times smaller than its input (a short D2H).
     let ov_copy = overlap::study(&gpu, &plan.overlap, progress)?;
     println!("{}", overlap::markdown(&ov_copy));
     let transpose_cfg = overlap::OverlapConfig {
@@ -331,6 +380,8 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     };
     let ov_transpose = overlap::study(&gpu, &transpose_cfg, progress)?;
     println!("{}", overlap::markdown(&ov_transpose));
+    let ov_gather = overlap::study(&gpu, &gather_cfg, progress)?;
+    println!("{}", overlap::markdown(&ov_gather));
     let best3 = |r: &overlap::OverlapReport| {
         r.rows
             .iter()
@@ -338,11 +389,18 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
             .map(|r| r.efficiency)
             .fold(f64::NAN, f64::max)
     };
-    let (ov, ov_other) = if best3(&ov_transpose) > best3(&ov_copy) {
-        (&ov_transpose, &ov_copy)
-    } else {
-        (&ov_copy, &ov_transpose)
-    };
+    let studies = [&ov_copy, &ov_transpose, &ov_gather];
+    let ov = studies
+        .iter()
+        .copied()
+        .max_by(|a, b| best3(a).total_cmp(&best3(b)))
+        .unwrap_or(&ov_copy);
+    let others = studies
+        .iter()
+        .filter(|r| !std::ptr::eq(**r, ov))
+        .map(|r| format!("`{}`: {:.3}", r.kernel, best3(r)))
+        .collect::<Vec<_>>()
+        .join("; ");
     progress("launch overhead and synchronisation");
     let la = launch::study(&gpu, plan.launch_kernels, plan.launch_reps)?;
     println!("{}", la.markdown());
@@ -361,7 +419,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     let acceptance = format!(
         "| bar | measured | holds |\n| --- | --- | --- |\n\
          | pinned H2D ≥ 0.9 × best H2D of any method | {:.2} / {:.2} GB/s = {:.3} | {} |\n\
-         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} with `{}` (serial baseline {:.3}); `{}`: {:.3} | {} |\n\
+         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} with `{}` (serial baseline {:.3}); {} | {} |\n\
          | graph replay per kernel below plain launches | {:.3} vs {:.3} µs | {} |\n\
          | timeline files produced | timeline.json, timeline.svg | yes |\n",
         t.peak(Some(super::HostKind::Pinned), transfer::Direction::H2D),
@@ -371,8 +429,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         best_eff,
         ov.kernel,
         ov.rows.first().map(|r| r.efficiency).unwrap_or(f64::NAN),
-        ov_other.kernel,
-        best3(ov_other),
+        others,
         yes(best_eff >= 0.9),
         graph.wall_us_per_kernel,
         plain.wall_us_per_kernel,
@@ -383,11 +440,12 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     let md = format!(
         "# Host orchestration on {head}\n\nCommand: `{command}`\n\n## Acceptance\n\n{acceptance}\n\
          ## Transfers (GB/s = 10⁹ B/s, CUDA events, median)\n\n{}\n\
-         ## Overlap pipeline\n\n{}\n{}\n## Launch overhead and synchronisation\n\n{}\n\
+         ## Overlap pipeline\n\n{}\n{}\n{}\n## Launch overhead and synchronisation\n\n{}\n\
          ## Allocation: stream-ordered pool vs per-iteration cuMemAlloc\n\n{}",
         t.markdown(),
         overlap::markdown(&ov_copy),
         overlap::markdown(&ov_transpose),
+        overlap::markdown(&ov_gather),
         la.markdown(),
         al.markdown()
     );
@@ -400,6 +458,9 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         calibration_copy: &'a overlap::Calibration,
         overlap_transpose: &'a [overlap::OverlapRow],
         calibration_transpose: &'a overlap::Calibration,
+        overlap_gather: &'a [overlap::OverlapRow],
+        calibration_gather: &'a overlap::Calibration,
+        overlap_gather_kernel: &'a str,
         launch: &'a launch::LaunchReport,
         allocation: &'a pool::AllocReport,
     }
@@ -413,6 +474,9 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
             calibration_copy: &ov_copy.calibration,
             overlap_transpose: &ov_transpose.rows,
             calibration_transpose: &ov_transpose.calibration,
+            overlap_gather: &ov_gather.rows,
+            calibration_gather: &ov_gather.calibration,
+            overlap_gather_kernel: &ov_gather.kernel,
             launch: &la,
             allocation: &al,
         })?,
@@ -486,6 +550,29 @@ mod tests {
             (16 * MIB, MIB, Some(3))
         );
         assert!(c.pageable);
+    }
+
+    #[test]
+    fn work_names() {
+        assert!(matches!(work("copy"), Ok(ChunkWork::Copy(_))));
+        assert!(matches!(
+            work("transpose"),
+            Ok(ChunkWork::Transpose { cols: 2048, .. })
+        ));
+        assert!(matches!(
+            work("gather"),
+            Ok(ChunkWork::Gather {
+                stride: GATHER_STRIDE,
+                ..
+            })
+        ));
+        assert!(matches!(
+            work("gather:16"),
+            Ok(ChunkWork::Gather { stride: 16, .. })
+        ));
+        for bad in ["gather:0", "gather:x", "copy:2", "scan"] {
+            assert!(matches!(work(bad), Err(Error::Usage(_))), "{bad}");
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The overlap study: the pipeline with 1, 2, 3, 4 … streams against its ideal, from pinned
 //! and from pageable memory.
 //!
-//! The compute stage is a suite kernel (the best copy, or a transpose) run `k` times on the
-//! chunk; `k` is measured so that the compute time of a chunk ≈ its pinned H2D time (the
+//! The compute stage is a suite kernel (the best copy, a transpose, or a strided gather whose
+//! output is `stride` times smaller than its input) run `k` times on the chunk; `k` is measured so that the compute time of a chunk ≈ its pinned H2D time (the
 //! hardest case for overlap: three equal stages). The ideal time of `n` chunks with per-chunk stage times
 //! `h, c, d` (means from the 1-stream run, the serial baseline, measured in the same process)
 //! is `n · max(h, c, d) + (h + c + d − max)`: the longest stage's sum plus filling and draining
@@ -43,12 +43,18 @@ pub struct OverlapConfig {
 pub struct Calibration {
     /// Bytes per chunk.
     pub chunk_bytes: usize,
+    /// Bytes of a chunk's output (the D2H), `chunk_bytes` unless the work shrinks it.
+    pub out_bytes: usize,
     /// Pinned H2D of one chunk, median ms.
     pub h2d_ms: f64,
     /// One copy kernel on one chunk, median ms.
     pub kernel_ms: f64,
-    /// Pinned D2H of one chunk, median ms.
+    /// Pinned D2H of one chunk's output, median ms.
     pub d2h_ms: f64,
+    /// H2D of one chunk and D2H of one output chunk issued together on two streams, median
+    /// ms: the transfer cost per chunk once both link directions are busy (PCIe is not fully
+    /// duplex at full rate, so this exceeds `max(h2d_ms, d2h_ms)` when both are large).
+    pub pair_ms: f64,
     /// Copy-kernel launches per chunk.
     pub compute_reps: usize,
 }
@@ -70,6 +76,9 @@ pub struct OverlapRow {
     pub serial_ms: f64,
     /// `ideal_ms / median_ms`.
     pub efficiency: f64,
+    /// The ideal with the transfer stage of a chunk at least the calibrated H2D ‖ D2H pair
+    /// time (`ideal_ms` of `[max(h, pair), c, d]`): a floor that knows the link's duplex limit.
+    pub duplex_ideal_ms: f64,
     /// `serial_ms / median_ms`.
     pub speedup: f64,
     /// Sum over chunks of each stage's span (H2D, compute, D2H) in the median run, ms.
@@ -134,16 +143,18 @@ pub fn calibrate(
     output: &mut HostBuffer<f32>,
 ) -> Result<Calibration> {
     let ctx = gpu.context();
-    let n = chunk_elems.min(input.len()).min(output.len());
+    let n = chunk_elems.min(input.len());
+    let out_n = work.out_len(n).min(output.len());
     let bytes = n * 4;
     let stream = ctx.new_stream().during(|| "creating a stream".into())?;
     let din = DeviceBuffer::new(ctx, bytes, "calibration input")?;
-    let dout = DeviceBuffer::new(ctx, bytes, "calibration output")?;
-    let copy = PlannedCopy::for_problem(gpu, work.kernel(), work.problem(n), n, n)?;
+    let dout = DeviceBuffer::new(ctx, out_n * 4, "calibration output")?;
+    let copy = PlannedCopy::for_problem(gpu, work.kernel(), work.problem(n), n, out_n)?;
     ctx.bind_to_thread()
         .during(|| "binding the context".into())?;
     let src = &input.as_slice()[..n];
-    // SAFETY (three closures): buffers hold n f32, host slices outlive the synchronised copies.
+    // SAFETY (four closures): the device buffers hold n and out_n f32, the host slices outlive
+    // the synchronised copies, and the paired copies touch different buffers.
     let h2d_ms = timed_ms(gpu, &stream, 10, || {
         unsafe { result::memcpy_htod_async(din.ptr(), src, stream.cu_stream()) }
             .during(|| "calibration H2D".into())
@@ -151,17 +162,35 @@ pub fn calibrate(
     let kernel_ms = timed_ms(gpu, &stream, 20, || unsafe {
         copy.launch(&stream, din.ptr(), dout.ptr())
     })?;
-    let dst = &mut output.as_mut_slice()[..n];
+    let dst = &mut output.as_mut_slice()[..out_n];
     let d2h_ms = timed_ms(gpu, &stream, 10, || {
         unsafe { result::memcpy_dtoh_async(&mut *dst, dout.ptr(), stream.cu_stream()) }
             .during(|| "calibration D2H".into())
     })?;
+    // H2D of a chunk and D2H of an output chunk started together on two streams: what the
+    // transfers cost per chunk when both directions of the link are busy.
+    let other = ctx.new_stream().during(|| "creating a stream".into())?;
+    let fork = ctx
+        .new_event(Some(CU_EVENT_DEFAULT))
+        .during(|| "creating an event".into())?;
+    let pair_ms = timed_ms(gpu, &stream, 10, || {
+        fork.record(&stream)
+            .during(|| "recording an event".into())?;
+        other.wait(&fork).during(|| "forking a stream".into())?;
+        unsafe { result::memcpy_htod_async(din.ptr(), src, stream.cu_stream()) }
+            .during(|| "calibration H2D ‖ D2H".into())?;
+        unsafe { result::memcpy_dtoh_async(&mut *dst, dout.ptr(), other.cu_stream()) }
+            .during(|| "calibration H2D ‖ D2H".into())?;
+        stream.join(&other).during(|| "joining a stream".into())
+    })?;
     let compute_reps = ((h2d_ms / kernel_ms.max(1e-6)).round() as usize).max(1);
     Ok(Calibration {
         chunk_bytes: bytes,
+        out_bytes: out_n * 4,
         h2d_ms,
         kernel_ms,
         d2h_ms,
+        pair_ms,
         compute_reps,
     })
 }
@@ -221,17 +250,18 @@ pub fn study(
     counts.dedup();
     let max_streams = *counts.last().unwrap_or(&1);
     // Check every configuration before allocating gigabytes of pinned memory.
+    let out_elems = PipelinePlan::output_len(cfg.batch_elems, cfg.chunk_elems, cfg.work.shrink());
     for &s in &counts {
         let c = PipelineConfig {
             chunk_elems: cfg.chunk_elems,
             streams: s,
             compute_reps: 1,
         };
-        PipelinePlan::new(cfg.batch_elems, cfg.batch_elems, &c, free)?;
+        PipelinePlan::for_work(cfg.batch_elems, out_elems, &c, &cfg.work, free)?;
     }
     progress("allocating pinned batch");
     let mut input = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
-    let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
+    let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pinned, out_elems)?;
     fill_pattern(input.as_mut_slice(), 0x5eed);
     let mut calibration = calibrate(gpu, cfg.work, cfg.chunk_elems, &input, &mut output)?;
     if let Some(k) = cfg.compute_reps {
@@ -242,7 +272,7 @@ pub fn study(
     let mut timeline = Timeline::default();
     let mut chunks = 0;
     let mut verified = false;
-    let mut serial: Option<(f64, f64)> = None; // (ideal, serial median)
+    let mut serial: Option<(f64, f64, f64)> = None; // (ideal, duplex ideal, serial median)
     for &s in &counts {
         progress(&format!("pipeline, pinned, {s} stream(s)"));
         let pc = PipelineConfig {
@@ -250,16 +280,20 @@ pub fn study(
             streams: s,
             compute_reps: k,
         };
-        let plan = PipelinePlan::new(input.len(), output.len(), &pc, free)?;
+        let plan = PipelinePlan::for_work(input.len(), output.len(), &pc, &cfg.work, free)?;
         chunks = plan.chunks;
         let pipe = Pipeline::new(gpu, plan, cfg.work)?;
         let m = measure(&pipe, &input, &mut output, cfg.reps)?;
         let sums = m.median_run.timeline.stage_sums_us().map(|us| us / 1e3);
         if s == 1 {
-            let means = sums.map(|t| t / plan.chunks as f64);
-            serial = Some((ideal_ms(plan.chunks, means), m.stats.median_ms));
+            let [h, c, d] = sums.map(|t| t / plan.chunks as f64);
+            serial = Some((
+                ideal_ms(plan.chunks, [h, c, d]),
+                ideal_ms(plan.chunks, [h.max(calibration.pair_ms), c, d]),
+                m.stats.median_ms,
+            ));
         }
-        let (ideal, serial_ms) = serial.unwrap_or((f64::NAN, f64::NAN));
+        let (ideal, duplex, serial_ms) = serial.unwrap_or((f64::NAN, f64::NAN, f64::NAN));
         rows.push(OverlapRow {
             memory: HostKind::Pinned,
             streams: s,
@@ -268,17 +302,19 @@ pub fn study(
             ideal_ms: ideal,
             serial_ms,
             efficiency: ideal / m.stats.median_ms,
+            duplex_ideal_ms: duplex,
             speedup: serial_ms / m.stats.median_ms,
             stage_sums_ms: sums,
         });
         if s == max_streams {
             timeline = m.median_run.timeline;
             timeline.title = format!(
-                "{} — {} MiB batch, {} chunks of {} MiB, {s} streams, pinned, {} ×{k}",
+                "{} — {} MiB batch, {} chunks of {} MiB → {} KiB, {s} streams, pinned, {} ×{k}",
                 gpu.info().name,
                 input.bytes() >> 20,
                 plan.chunks,
                 plan.chunk_bytes() >> 20,
+                plan.out_chunk_bytes() >> 10,
                 cfg.work.name()
             );
             // Correctness: poison the output, run once more, compare with the CPU reference.
@@ -293,7 +329,7 @@ pub fn study(
     let mut pageable_timeline = None;
     if cfg.pageable {
         let mut input = HostBuffer::<f32>::new(ctx, HostKind::Pageable, cfg.batch_elems)?;
-        let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pageable, cfg.batch_elems)?;
+        let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pageable, out_elems)?;
         fill_pattern(input.as_mut_slice(), 0xbeef);
         let mut serial: Option<(f64, f64)> = None;
         for s in [1, max_streams] {
@@ -306,7 +342,7 @@ pub fn study(
                 streams: s,
                 compute_reps: k,
             };
-            let plan = PipelinePlan::new(input.len(), output.len(), &pc, free)?;
+            let plan = PipelinePlan::for_work(input.len(), output.len(), &pc, &cfg.work, free)?;
             let pipe = Pipeline::new(gpu, plan, cfg.work)?;
             let m = measure(&pipe, &input, &mut output, cfg.reps.div_ceil(3))?;
             let sums = m.median_run.timeline.stage_sums_us().map(|us| us / 1e3);
@@ -323,6 +359,7 @@ pub fn study(
                 ideal_ms: ideal,
                 serial_ms,
                 efficiency: ideal / m.stats.median_ms,
+                duplex_ideal_ms: f64::NAN,
                 speedup: serial_ms / m.stats.median_ms,
                 stage_sums_ms: sums,
             });
@@ -351,24 +388,37 @@ pub fn study(
 /// Markdown table of the rows.
 pub fn markdown(r: &OverlapReport) -> String {
     let c = &r.calibration;
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
     let mut s = format!(
-        "Compute stage: `{}`. Batch {} MiB in {} chunks of {} MiB. One chunk alone: H2D {:.3} ms, \
-         D2H {:.3} ms, one kernel {:.4} ms → compute stage = kernel × {} ≈ {:.3} ms.\n\n",
+        "Compute stage: `{}`. Batch {} MiB in {} chunks of {} MiB (output {} MiB per chunk). One \
+         chunk alone: H2D {:.3} ms, D2H {:.3} ms, one kernel {:.4} ms → compute stage = kernel × \
+         {} ≈ {:.3} ms; H2D ‖ D2H of one chunk together {:.3} ms.\n\n",
         r.kernel,
         r.batch_bytes >> 20,
         r.chunks,
-        c.chunk_bytes >> 20,
+        mib(c.chunk_bytes),
+        mib(c.out_bytes),
         c.h2d_ms,
         c.d2h_ms,
         c.kernel_ms,
         c.compute_reps,
-        c.kernel_ms * c.compute_reps as f64
+        c.kernel_ms * c.compute_reps as f64,
+        c.pair_ms
     );
-    s += "| memory | streams | median ms | min ms | ideal ms | serial ms | speedup vs serial | overlap efficiency | stage sums H2D / compute / D2H ms |\n\
-          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+    s += "| memory | streams | median ms | min ms | ideal ms | serial ms | speedup vs serial | overlap efficiency | duplex-aware ideal ms (efficiency) | stage sums H2D / compute / D2H ms |\n\
+          | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
     for row in &r.rows {
+        let duplex = if row.duplex_ideal_ms.is_finite() {
+            format!(
+                "{:.2} ({:.3})",
+                row.duplex_ideal_ms,
+                row.duplex_ideal_ms / row.median_ms
+            )
+        } else {
+            "—".into()
+        };
         s += &format!(
-            "| {} | {}{} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | **{:.3}** | {:.1} / {:.1} / {:.1} |\n",
+            "| {} | {}{} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | **{:.3}** | {duplex} | {:.1} / {:.1} / {:.1} |\n",
             row.memory.name(),
             row.streams,
             if row.streams == 1 { " (serial baseline)" } else { "" },

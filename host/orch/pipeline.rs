@@ -1,9 +1,10 @@
 //! The overlap pipeline: a host-resident batch processed in chunks through N streams,
-//! each chunk H2D → the suite's copy kernel (repeated `compute_reps` times) → D2H, chunk `i` on
+//! each chunk H2D → a suite kernel (repeated `compute_reps` times) → D2H, chunk `i` on
 //! stream `i % N`, every stage bracketed by CUDA events.
 //!
-//! Only `N × 2` chunk-sized device buffers exist, whatever the batch size: a batch larger than
-//! device memory streams through them. Within a stream the order H2D → kernels → D2H → next
+//! Only `N × 2` chunk-sized device buffers exist (an input chunk and its output, which is
+//! smaller for a gather), whatever the batch size: a batch larger than device memory streams
+//! through them. Within a stream the order H2D → kernels → D2H → next
 //! chunk's H2D is stream order; the streams start together behind one start event and the
 //! first stream joins the others before the end event.
 
@@ -21,6 +22,7 @@ use crate::copy::CopyProblem;
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
 use crate::problem::Problem;
+use crate::strided::StridedProblem;
 use crate::transpose::TransposeProblem;
 
 /// What the compute stage runs on each chunk (f32), `compute_reps` times, input → output.
@@ -36,14 +38,37 @@ pub enum ChunkWork {
         /// Matrix columns.
         cols: usize,
     },
+    /// `out[j] = in[j · stride]` with a strided variant: the output chunk is `stride` times
+    /// smaller than the input chunk, so the D2H stage is short.
+    Gather {
+        /// A strided variant.
+        kernel: &'static KernelInfo,
+        /// Input elements per output element (≥ 1).
+        stride: usize,
+    },
 }
 
 impl ChunkWork {
     /// The kernel.
     pub fn kernel(&self) -> &'static KernelInfo {
         match self {
-            ChunkWork::Copy(k) | ChunkWork::Transpose { kernel: k, .. } => k,
+            ChunkWork::Copy(k)
+            | ChunkWork::Transpose { kernel: k, .. }
+            | ChunkWork::Gather { kernel: k, .. } => k,
         }
+    }
+
+    /// Input elements per output element: the gather's stride, 1 otherwise.
+    pub fn shrink(&self) -> usize {
+        match *self {
+            ChunkWork::Gather { stride, .. } => stride.max(1),
+            _ => 1,
+        }
+    }
+
+    /// Output elements of a chunk of `len` input elements: `⌈len / shrink⌉`.
+    pub fn out_len(&self, len: usize) -> usize {
+        len.div_ceil(self.shrink())
     }
 
     /// The problem for a chunk of `len` elements.
@@ -58,12 +83,20 @@ impl ChunkWork {
                 };
                 Problem::Transpose(TransposeProblem { rows, cols })
             }
+            ChunkWork::Gather { .. } => Problem::Strided(StridedProblem {
+                n: self.out_len(len),
+                stride: self.shrink(),
+            }),
         }
     }
 
-    /// `family/variant`.
+    /// `family/variant`, with the stride for a gather.
     pub fn name(&self) -> String {
-        crate::check::kernel_name(self.kernel())
+        let name = crate::check::kernel_name(self.kernel());
+        match self {
+            ChunkWork::Gather { stride, .. } => format!("{name} stride {stride}"),
+            _ => name,
+        }
     }
 }
 
@@ -85,13 +118,20 @@ pub struct PipelinePlan {
     pub elems: usize,
     /// Elements per chunk.
     pub chunk_elems: usize,
+    /// Input elements per output element (1 unless the work is a gather).
+    pub shrink: usize,
+    /// Elements of the output batch: `Σ ⌈chunk / shrink⌉`.
+    pub out_elems: usize,
+    /// Output elements of a full chunk: `⌈chunk_elems / shrink⌉`.
+    pub out_chunk_elems: usize,
     /// Chunks (the last may be partial).
     pub chunks: usize,
     /// Streams.
     pub streams: usize,
     /// Copy-kernel launches per chunk.
     pub compute_reps: usize,
-    /// Device bytes the pipeline allocates: `streams × 2 × chunk` f32, independent of the batch.
+    /// Device bytes the pipeline allocates: `streams × (chunk + output chunk)` f32,
+    /// independent of the batch.
     pub device_bytes: usize,
 }
 
@@ -99,7 +139,8 @@ const NAME: &str = "pipeline";
 
 impl PipelinePlan {
     /// Checks a batch of `input_len` elements into an output of `output_len` against `cfg`
-    /// and `device_free` bytes of device memory. Pure: no GPU needed.
+    /// and `device_free` bytes of device memory, for work whose output is as long as its
+    /// input (copy, transpose). Pure: no GPU needed.
     ///
     /// Errors: [`Error::ZeroSize`] for an empty batch or chunk, [`Error::BufferLength`] when
     /// the output is not as long as the input, [`Error::Pipeline`] for 0 streams, more streams
@@ -109,6 +150,30 @@ impl PipelinePlan {
         input_len: usize,
         output_len: usize,
         cfg: &PipelineConfig,
+        device_free: usize,
+    ) -> Result<Self> {
+        Self::with_shrink(input_len, output_len, cfg, 1, device_free)
+    }
+
+    /// As [`PipelinePlan::new`] for `work`: the output batch must hold
+    /// [`ChunkWork::out_len`] of every chunk.
+    pub fn for_work(
+        input_len: usize,
+        output_len: usize,
+        cfg: &PipelineConfig,
+        work: &ChunkWork,
+        device_free: usize,
+    ) -> Result<Self> {
+        Self::with_shrink(input_len, output_len, cfg, work.shrink(), device_free)
+    }
+
+    /// As [`PipelinePlan::new`] where each chunk of `len` input elements gives
+    /// `⌈len / shrink⌉` output elements (`shrink` ≥ 1).
+    pub fn with_shrink(
+        input_len: usize,
+        output_len: usize,
+        cfg: &PipelineConfig,
+        shrink: usize,
         device_free: usize,
     ) -> Result<Self> {
         let zero = |what| Error::ZeroSize {
@@ -121,13 +186,23 @@ impl PipelinePlan {
         if cfg.chunk_elems == 0 {
             return Err(zero("chunk elements"));
         }
-        if output_len != input_len {
+        if shrink == 0 {
+            return Err(zero("shrink (input elements per output element)"));
+        }
+        let chunk_elems = cfg.chunk_elems.min(input_len);
+        let chunks = input_len.div_ceil(chunk_elems);
+        let out_chunk_elems = chunk_elems.div_ceil(shrink);
+        let out_elems = Self::output_len(input_len, chunk_elems, shrink);
+        if output_len != out_elems {
             return Err(Error::BufferLength {
                 kernel: NAME.into(),
                 buffer: "output",
                 got: output_len,
-                need: input_len,
-                shape: format!("batch of {input_len} elements"),
+                need: out_elems,
+                shape: format!(
+                    "batch of {input_len} elements in chunks of {chunk_elems}, one output \
+                     element per {shrink}"
+                ),
             });
         }
         if cfg.streams == 0 {
@@ -135,8 +210,6 @@ impl PipelinePlan {
                 what: "0 streams: at least one is needed".into(),
             });
         }
-        let chunk_elems = cfg.chunk_elems.min(input_len);
-        let chunks = input_len.div_ceil(chunk_elems);
         if cfg.streams > chunks {
             return Err(Error::Pipeline {
                 what: format!(
@@ -149,19 +222,19 @@ impl PipelinePlan {
         }
         let device_bytes = cfg
             .streams
-            .checked_mul(2 * chunk_elems)
+            .checked_mul(chunk_elems + out_chunk_elems)
             .and_then(|e| e.checked_mul(std::mem::size_of::<f32>()))
             .ok_or_else(|| Error::TooLarge {
                 kernel: NAME.into(),
                 what: format!(
-                    "{} streams × 2 buffers × {chunk_elems} f32 overflow usize",
+                    "{} streams × ({chunk_elems} + {out_chunk_elems}) f32 overflow usize",
                     cfg.streams
                 ),
             })?;
         if device_bytes > device_free {
             return Err(Error::Pipeline {
                 what: format!(
-                    "{} streams × 2 buffers × {chunk_elems} f32 need {device_bytes} bytes of device \
+                    "{} streams × ({chunk_elems} + {out_chunk_elems}) f32 need {device_bytes} bytes of device \
                      memory, {device_free} are free: use smaller chunks or fewer streams (the batch \
                      itself never has to fit)",
                     cfg.streams
@@ -171,6 +244,9 @@ impl PipelinePlan {
         Ok(Self {
             elems: input_len,
             chunk_elems,
+            shrink,
+            out_elems,
+            out_chunk_elems,
             chunks,
             streams: cfg.streams,
             compute_reps: cfg.compute_reps,
@@ -178,10 +254,29 @@ impl PipelinePlan {
         })
     }
 
+    /// Output elements of a batch of `input_len` in chunks of `chunk_elems`, one output
+    /// element per `shrink` input elements of each chunk (rounded up per chunk); 0 if any
+    /// argument is 0.
+    pub fn output_len(input_len: usize, chunk_elems: usize, shrink: usize) -> usize {
+        if input_len == 0 || chunk_elems == 0 || shrink == 0 {
+            return 0;
+        }
+        let chunk = chunk_elems.min(input_len);
+        let full = input_len / chunk;
+        let last = input_len % chunk;
+        full * chunk.div_ceil(shrink) + last.div_ceil(shrink)
+    }
+
     /// Element range of chunk `i`.
     pub fn chunk(&self, i: usize) -> Range<usize> {
         let start = i * self.chunk_elems;
         start..(start + self.chunk_elems).min(self.elems)
+    }
+
+    /// Output element range of chunk `i`.
+    pub fn out_chunk(&self, i: usize) -> Range<usize> {
+        let start = i * self.out_chunk_elems;
+        start..start + self.chunk(i).len().div_ceil(self.shrink)
     }
 
     /// The stream chunk `i` runs on.
@@ -192,6 +287,11 @@ impl PipelinePlan {
     /// Bytes of one full chunk.
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_elems * std::mem::size_of::<f32>()
+    }
+
+    /// Bytes of one full chunk's output.
+    pub fn out_chunk_bytes(&self) -> usize {
+        self.out_chunk_elems * std::mem::size_of::<f32>()
     }
 }
 
@@ -217,8 +317,20 @@ pub struct Pipeline<'g> {
 
 impl<'g> Pipeline<'g> {
     /// Creates the streams and the `streams × 2` chunk buffers, and plans `work` for a full
-    /// and (if any) the partial last chunk.
+    /// and (if any) the partial last chunk. [`Error::Pipeline`] if `plan` was made for another
+    /// output length per chunk than `work` gives ([`PipelinePlan::for_work`]).
     pub fn new(gpu: &'g Gpu, plan: PipelinePlan, work: ChunkWork) -> Result<Self> {
+        if plan.shrink != work.shrink() {
+            return Err(Error::Pipeline {
+                what: format!(
+                    "the plan has one output element per {} input elements, {} has one per {} \
+                     (plan it with PipelinePlan::for_work)",
+                    plan.shrink,
+                    work.name(),
+                    work.shrink()
+                ),
+            });
+        }
         let ctx = gpu.context();
         let streams = (0..plan.streams)
             .map(|i| ctx.new_stream().during(|| format!("creating stream {i}")))
@@ -233,14 +345,14 @@ impl<'g> Pipeline<'g> {
                     )?,
                     DeviceBuffer::new(
                         ctx,
-                        plan.chunk_bytes(),
+                        plan.out_chunk_bytes(),
                         &format!("pipeline output, stream {i}"),
                     )?,
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
-        let c = plan.chunk_elems;
-        let planned = |len| PlannedCopy::for_problem(gpu, work.kernel(), work.problem(len), c, c);
+        let (c, oc) = (plan.chunk_elems, plan.out_chunk_elems);
+        let planned = |len| PlannedCopy::for_problem(gpu, work.kernel(), work.problem(len), c, oc);
         let full = planned(c)?;
         let last = plan.chunk(plan.chunks - 1).len();
         let tail = if last != c {
@@ -269,14 +381,15 @@ impl<'g> Pipeline<'g> {
     pub fn verify(&self, input: &[f32], output: &[f32]) -> Result<()> {
         for chunk in 0..self.plan.chunks {
             let r = self.plan.chunk(chunk);
+            let o = self.plan.out_chunk(chunk);
             let want: Vec<f32> = if self.plan.compute_reps == 0 {
-                input[r.clone()].to_vec()
+                input[r.start..r.start + o.len()].to_vec()
             } else {
                 self.work.problem(r.len()).reference(&input[r.clone()])
             };
             if let Some(i) = want
                 .iter()
-                .zip(&output[r.clone()])
+                .zip(&output[o.clone()])
                 .position(|(w, g)| w.to_bits() != g.to_bits())
             {
                 return Err(Error::Mismatch {
@@ -286,9 +399,9 @@ impl<'g> Pipeline<'g> {
                         self.plan.elems, self.plan.streams
                     ),
                     detail: format!(
-                        "chunk {chunk}: first wrong element at {} (got {}, expected {})",
-                        r.start + i,
-                        output[r.start + i],
+                        "chunk {chunk}: first wrong output element at {} (got {}, expected {})",
+                        o.start + i,
+                        output[o.start + i],
                         want[i]
                     ),
                 });
@@ -297,7 +410,8 @@ impl<'g> Pipeline<'g> {
         Ok(())
     }
 
-    /// Runs the batch `input` → `output` (both `plan.elems` long, any [`HostKind`]).
+    /// Runs the batch `input` → `output` (`plan.elems` and `plan.out_elems` long, any
+    /// [`HostKind`]).
     /// Returns after every stream has finished. From pageable memory the copies block the host
     /// thread, so the chunks serialise: that is what the study shows.
     ///
@@ -307,13 +421,16 @@ impl<'g> Pipeline<'g> {
         input: &HostBuffer<f32>,
         output: &mut HostBuffer<f32>,
     ) -> Result<PipelineRun> {
-        for (name, len) in [("input", input.len()), ("output", output.len())] {
-            if len != self.plan.elems {
+        for (name, len, need) in [
+            ("input", input.len(), self.plan.elems),
+            ("output", output.len(), self.plan.out_elems),
+        ] {
+            if len != need {
                 return Err(Error::BufferLength {
                     kernel: NAME.into(),
                     buffer: name,
                     got: len,
-                    need: self.plan.elems,
+                    need,
                     shape: format!("plan for {} elements", self.plan.elems),
                 });
             }
@@ -400,6 +517,7 @@ impl<'g> Pipeline<'g> {
             let s = &self.streams[si];
             let (din, dout) = &self.buffers[si];
             let range = self.plan.chunk(chunk);
+            let out_range = self.plan.out_chunk(chunk);
             let kernel = if range.len() == self.plan.chunk_elems {
                 &self.full
             } else {
@@ -419,8 +537,8 @@ impl<'g> Pipeline<'g> {
             .during(|| format!("H2D of chunk {chunk}"))?;
             rec(&m[1], s)?;
             for _ in 0..self.plan.compute_reps {
-                // SAFETY: both buffers hold a full chunk and belong to this stream only; the
-                // launch is planned for this chunk's length.
+                // SAFETY: the buffers hold a full chunk and its output and belong to this
+                // stream only; the launch is planned for this chunk's length.
                 unsafe { kernel.launch(s, din.ptr(), dout.ptr()) }?;
             }
             rec(&m[2], s)?;
@@ -430,10 +548,11 @@ impl<'g> Pipeline<'g> {
                 din
             };
             // SAFETY: as for the H2D: the slice outlives the copy (`run` synchronises), and
-            // `src` holds at least range.len() f32 written by this stream's earlier work.
+            // `src` holds at least out_range.len() f32 (≤ either chunk buffer) written by this
+            // stream's earlier work.
             unsafe {
                 result::memcpy_dtoh_async(
-                    &mut output.as_mut_slice()[range],
+                    &mut output.as_mut_slice()[out_range],
                     src.ptr(),
                     s.cu_stream(),
                 )
@@ -546,6 +665,42 @@ mod tests {
             matches!(e, Error::Pipeline { ref what } if what.contains("are free")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_shrinking_chunk_has_a_shorter_output() {
+        // 10 elements in chunks of 4, one output per 3: ⌈4/3⌉ + ⌈4/3⌉ + ⌈2/3⌉ = 2 + 2 + 1.
+        let p = PipelinePlan::with_shrink(10, 5, &cfg(4, 3), 3, GIB).unwrap();
+        assert_eq!((p.out_chunk_elems, p.out_elems), (2, 5));
+        assert_eq!(p.out_chunk(0), 0..2);
+        assert_eq!(p.out_chunk(2), 4..5);
+        assert_eq!(p.device_bytes, 3 * (4 + 2) * 4);
+        let e = PipelinePlan::with_shrink(10, 10, &cfg(4, 3), 3, GIB).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::BufferLength {
+                    buffer: "output",
+                    got: 10,
+                    need: 5,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = PipelinePlan::with_shrink(10, 5, &cfg(4, 3), 0, GIB).unwrap_err();
+        assert!(matches!(e, Error::ZeroSize { .. }), "{e}");
+        // The gather's problem reads exactly the chunk: (n − 1) · stride + 1 ≤ len.
+        let work = ChunkWork::Gather {
+            kernel: crate::strided::BEST,
+            stride: 8,
+        };
+        for len in [1, 7, 8, 9, 1 << 20, (1 << 20) + 3] {
+            let (src, dst) = work.problem(len).lens();
+            assert!(src <= len && dst == work.out_len(len), "{len}: {src} {dst}");
+        }
+        let p = PipelinePlan::for_work(1 << 20, 1 << 17, &cfg(1 << 16, 4), &work, GIB).unwrap();
+        assert_eq!((p.chunks, p.out_chunk_elems), (16, 1 << 13));
     }
 
     #[test]
