@@ -7,6 +7,11 @@
 //! through them. Within a stream the order H2D → kernels → D2H → next
 //! chunk's H2D is stream order; the streams start together behind one start event and the
 //! first stream joins the others before the end event.
+//!
+//! [`CopyOrder`] optionally orders the copies across streams: with
+//! [`CopyOrder::H2d`] the H2D of chunk `i` waits (an event) for the H2D of chunk `i − 1`, so
+//! only one host-to-device copy runs at a time and each arrives at full link rate, instead of
+//! two streams' copies sharing the link and both arriving late.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -100,6 +105,40 @@ impl ChunkWork {
     }
 }
 
+/// Whether copies of different streams are ordered (chunk `i − 1`'s before chunk `i`'s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum CopyOrder {
+    /// Stream order only: ready copies of different streams may run at the same time.
+    #[default]
+    Free,
+    /// H2D copies one at a time, in chunk order (one event wait per chunk).
+    H2d,
+    /// H2D copies one at a time in chunk order, and D2H copies likewise.
+    Copies,
+}
+
+impl CopyOrder {
+    /// Every order.
+    pub const ALL: [CopyOrder; 3] = [CopyOrder::Free, CopyOrder::H2d, CopyOrder::Copies];
+
+    /// Short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyOrder::Free => "free",
+            CopyOrder::H2d => "H2D in order",
+            CopyOrder::Copies => "H2D and D2H in order",
+        }
+    }
+
+    fn h2d(self) -> bool {
+        self != CopyOrder::Free
+    }
+
+    fn d2h(self) -> bool {
+        self == CopyOrder::Copies
+    }
+}
+
 /// How to cut and run a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PipelineConfig {
@@ -109,6 +148,8 @@ pub struct PipelineConfig {
     pub streams: usize,
     /// Copy-kernel launches per chunk (the compute stage); 0 sends the input straight back.
     pub compute_reps: usize,
+    /// Ordering of copies across streams.
+    pub order: CopyOrder,
 }
 
 /// A checked plan: how many chunks, which stream, how much device memory.
@@ -130,6 +171,8 @@ pub struct PipelinePlan {
     pub streams: usize,
     /// Copy-kernel launches per chunk.
     pub compute_reps: usize,
+    /// Ordering of copies across streams.
+    pub order: CopyOrder,
     /// Device bytes the pipeline allocates: `streams × (chunk + output chunk)` f32,
     /// independent of the batch.
     pub device_bytes: usize,
@@ -250,6 +293,7 @@ impl PipelinePlan {
             chunks,
             streams: cfg.streams,
             compute_reps: cfg.compute_reps,
+            order: cfg.order,
             device_bytes,
         })
     }
@@ -523,7 +567,16 @@ impl<'g> Pipeline<'g> {
             } else {
                 self.tail.as_ref().unwrap_or(&self.full)
             };
+            // Chunk `i − 1` is on another stream when there are several.
+            let prev = chunk
+                .checked_sub(1)
+                .filter(|_| self.plan.streams > 1)
+                .map(|p| &marks[p]);
             rec(&m[0], s)?;
+            if let Some(p) = prev.filter(|_| self.plan.order.h2d()) {
+                s.wait(&p[1])
+                    .during(|| format!("ordering the H2D of chunk {chunk}"))?;
+            }
             // SAFETY: `din` holds a full chunk (≥ range.len() f32); the host slice lives until
             // `run` synchronises every stream; the previous user of `din` on this stream (the
             // kernels of chunk `chunk - streams`) is ordered before this copy by the stream.
@@ -542,6 +595,10 @@ impl<'g> Pipeline<'g> {
                 unsafe { kernel.launch(s, din.ptr(), dout.ptr()) }?;
             }
             rec(&m[2], s)?;
+            if let Some(p) = prev.filter(|_| self.plan.order.d2h()) {
+                s.wait(&p[3])
+                    .during(|| format!("ordering the D2H of chunk {chunk}"))?;
+            }
             let src = if self.plan.compute_reps > 0 {
                 dout
             } else {
@@ -578,6 +635,7 @@ mod tests {
             chunk_elems,
             streams,
             compute_reps: 1,
+            order: CopyOrder::Free,
         }
     }
 
