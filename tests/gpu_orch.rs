@@ -7,8 +7,8 @@
 
 use rustile::orch::overlap::fill_pattern;
 use rustile::orch::{
-    launch, pool, transfer, ChunkWork, CopyOrder, HostBuffer, HostKind, Pipeline, PipelineConfig,
-    PipelinePlan, StreamPool,
+    launch, pool, transfer, ChunkWork, HostBuffer, HostKind, Pipeline, PipelineConfig,
+    PipelinePlan, StageOrder, StreamPool,
 };
 use rustile::{copy, Error, Gpu};
 
@@ -49,11 +49,12 @@ fn run_and_check(
 fn pipeline_output_is_exact_at_odd_sizes_pinned_and_pageable() {
     let gpu = gpu();
     let free = free_bytes(&gpu);
-    // Every copy ordering once: the output must not depend on it.
+    // Every stage ordering once: the output must not depend on it.
     for (kind, streams, order) in [
-        (HostKind::Pinned, 3, CopyOrder::Copies),
-        (HostKind::Pageable, 2, CopyOrder::H2d),
-        (HostKind::WriteCombined, 4, CopyOrder::Free),
+        (HostKind::Pinned, 3, StageOrder::All),
+        (HostKind::Pinned, 4, StageOrder::H2dCompute),
+        (HostKind::Pageable, 2, StageOrder::H2d),
+        (HostKind::WriteCombined, 4, StageOrder::Free),
     ] {
         for reps in [0, 2] {
             let cfg = PipelineConfig {
@@ -106,7 +107,7 @@ fn a_batch_larger_than_the_device_budget_streams_through() {
         chunk_elems: 1 << 18,
         streams: 4,
         compute_reps: 1,
-        order: CopyOrder::Free,
+        order: StageOrder::Free,
     };
     run_and_check(
         &gpu,
@@ -138,7 +139,7 @@ fn host_buffers_of_the_wrong_length_are_typed_errors() {
         chunk_elems: 100,
         streams: 2,
         compute_reps: 1,
-        order: CopyOrder::Free,
+        order: StageOrder::Free,
     };
     let plan = PipelinePlan::new(1000, 1000, &cfg, free_bytes(&gpu)).unwrap();
     let pipe = Pipeline::new(&gpu, plan, ChunkWork::Copy(copy::BEST)).unwrap();
@@ -231,11 +232,11 @@ fn studies_run_at_small_sizes() {
         compute_reps: Some(2),
         pageable: true,
         work: rustile::orch::cli::work("gather").unwrap(),
-        orders: rustile::orch::CopyOrder::ALL.to_vec(),
+        orders: rustile::orch::StageOrder::ALL.to_vec(),
     };
     let o = rustile::orch::overlap::study(&gpu, &cfg, |_| {}).unwrap();
     assert!(o.verified);
-    assert_eq!(o.rows.len(), 1 + 3 + 2);
+    assert_eq!(o.rows.len(), 1 + 4 + 2);
     assert_eq!(o.calibration.out_bytes * 8, o.calibration.chunk_bytes);
     assert!(o
         .rows

@@ -4,7 +4,7 @@
 //! rustile transfer       [--max-mib N] [--out DIR]
 //! rustile overlap        [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N]
 //!                        [--compute-reps K] [--kernel copy|transpose|gather[:S]]
-//!                        [--order free,h2d,copies] [--no-pageable] [--out DIR]
+//!                        [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
 //! rustile launch         [--kernels N] [--reps N]
 //! rustile memory         [--sizes-mib 1,64,256] [--iterations N] [--reps N]
 //! rustile orchestration  [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N]
@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::pipeline::{ChunkWork, CopyOrder};
+use super::pipeline::{ChunkWork, StageOrder};
 use super::{launch, overlap, pool, transfer};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -22,7 +22,7 @@ use crate::gpu::Gpu;
 /// Usage text.
 pub const USAGE: &str = "  transfer      [--max-mib N] [--out DIR]            H2D/D2H GB/s vs size: pageable, pinned, write-combined
   overlap       [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N] [--compute-reps K]
-                [--kernel copy|transpose|gather[:S]] [--order free,h2d,copies] [--no-pageable] [--out DIR]
+                [--kernel copy|transpose|gather[:S]] [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
                                                      chunked H2D → kernel → D2H over N streams vs ideal
   launch        [--kernels N] [--reps N]             µs per kernel: plain vs CUDA graph; cost of a sync
   memory        [--sizes-mib LIST] [--iterations N] [--reps N]   stream-ordered pool vs cuMemAlloc; stats
@@ -186,7 +186,7 @@ impl Plan {
                     compute_reps: None,
                     pageable: true,
                     work: ChunkWork::Copy(crate::copy::BEST),
-                    orders: CopyOrder::ALL.to_vec(),
+                    orders: StageOrder::ALL.to_vec(),
                 },
                 launch_kernels: 500,
                 launch_reps: 3,
@@ -205,7 +205,7 @@ impl Plan {
                     compute_reps: None,
                     pageable: true,
                     work: ChunkWork::Copy(crate::copy::BEST),
-                    orders: CopyOrder::ALL.to_vec(),
+                    orders: StageOrder::ALL.to_vec(),
                 },
                 launch_kernels: 2000,
                 launch_reps: 10,
@@ -239,14 +239,15 @@ fn overlap_config(o: &Opts, base: overlap::OverlapConfig) -> Result<overlap::Ove
     })
 }
 
-/// A copy ordering by name: `free`, `h2d` or `copies`.
-fn order(name: &str) -> Result<CopyOrder> {
+/// A stage ordering by name: `free`, `h2d`, `compute` (H2D and compute) or `all`.
+fn order(name: &str) -> Result<StageOrder> {
     match name.trim() {
-        "free" => Ok(CopyOrder::Free),
-        "h2d" => Ok(CopyOrder::H2d),
-        "copies" => Ok(CopyOrder::Copies),
+        "free" => Ok(StageOrder::Free),
+        "h2d" => Ok(StageOrder::H2d),
+        "compute" => Ok(StageOrder::H2dCompute),
+        "all" => Ok(StageOrder::All),
         other => Err(Error::Usage(format!(
-            "--order: free|h2d|copies (comma-separated), got `{other}`"
+            "--order: free|h2d|compute|all (comma-separated), got `{other}`"
         ))),
     }
 }
@@ -438,7 +439,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     let acceptance = format!(
         "| bar | measured | holds |\n| --- | --- | --- |\n\
          | pinned H2D ≥ 0.9 × best H2D of any method | {:.2} / {:.2} GB/s = {:.3} | {} |\n\
-         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} with `{}`, {} streams, copies {} (serial baseline {:.3}; free order {:.3}); best of {} | {} |\n\
+         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} with `{}`, {} streams, {} (serial baseline {:.3}; free order {:.3}); best of {} | {} |\n\
          | graph replay per kernel below plain launches | {:.3} vs {:.3} µs | {} |\n\
          | timeline files produced | timeline.json, timeline.svg | yes |\n",
         t.peak(Some(super::HostKind::Pinned), transfer::Direction::H2D),
@@ -453,7 +454,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         ov.rows
             .iter()
             .filter(|r| {
-                r.memory == super::HostKind::Pinned && r.streams >= 3 && r.order == CopyOrder::Free
+                r.memory == super::HostKind::Pinned && r.streams >= 3 && r.order == StageOrder::Free
             })
             .map(|r| r.efficiency)
             .fold(f64::NAN, f64::max),

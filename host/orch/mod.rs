@@ -21,6 +21,6 @@ pub mod timeline;
 pub mod transfer;
 
 pub use mem::{DeviceBuffer, HostBuffer, HostKind};
-pub use pipeline::{ChunkWork, CopyOrder, Pipeline, PipelineConfig, PipelinePlan, PipelineRun};
+pub use pipeline::{ChunkWork, Pipeline, PipelineConfig, PipelinePlan, PipelineRun, StageOrder};
 pub use pool::{MemoryStats, StreamPool};
 pub use timeline::{Span, Stage, Timeline};

@@ -13,7 +13,7 @@ use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 
 use super::kernel::PlannedCopy;
 use super::mem::{DeviceBuffer, HostBuffer, HostKind};
-use super::pipeline::{ChunkWork, CopyOrder, Pipeline, PipelineConfig, PipelinePlan, PipelineRun};
+use super::pipeline::{ChunkWork, Pipeline, PipelineConfig, PipelinePlan, PipelineRun, StageOrder};
 use super::timeline::Timeline;
 use crate::error::{DriverContext, Result};
 use crate::gpu::Gpu;
@@ -36,8 +36,8 @@ pub struct OverlapConfig {
     pub pageable: bool,
     /// The compute stage's kernel and problem.
     pub work: ChunkWork,
-    /// Copy orderings to measure at each stream count ≥ 2 (1 stream has one order).
-    pub orders: Vec<CopyOrder>,
+    /// Stage orderings to measure at each stream count ≥ 2 (1 stream has one order).
+    pub orders: Vec<StageOrder>,
 }
 
 /// Per-chunk stage times measured alone on one stream, and the chosen `k`.
@@ -71,8 +71,8 @@ pub struct OverlapRow {
     pub memory: HostKind,
     /// Streams.
     pub streams: usize,
-    /// Ordering of the copies across streams.
-    pub order: CopyOrder,
+    /// Ordering of the stages across streams.
+    pub order: StageOrder,
     /// Median of the runs, ms (CUDA events).
     pub median_ms: f64,
     /// Fastest run, ms.
@@ -284,7 +284,7 @@ pub fn study(
             chunk_elems: cfg.chunk_elems,
             streams: s,
             compute_reps: 1,
-            order: CopyOrder::Free,
+            order: StageOrder::Free,
         };
         PipelinePlan::for_work(cfg.batch_elems, out_elems, &c, &cfg.work, free)?;
     }
@@ -307,10 +307,10 @@ pub fn study(
     let mut serial: Option<(f64, f64, f64)> = None; // (ideal, duplex ideal, serial median)
     let mut orders = cfg.orders.clone();
     if orders.is_empty() {
-        orders.push(CopyOrder::Free);
+        orders.push(StageOrder::Free);
     }
     let runs = counts.iter().flat_map(|&s| {
-        let os: &[CopyOrder] = if s == 1 { &[CopyOrder::Free] } else { &orders };
+        let os: &[StageOrder] = if s == 1 { &[StageOrder::Free] } else { &orders };
         os.iter().map(move |&o| (s, o))
     });
     let config = |streams, order| PipelineConfig {
@@ -395,7 +395,7 @@ pub fn study(
                 continue;
             }
             progress(&format!("pipeline, pageable, {s} stream(s)"));
-            let pc = config(s, CopyOrder::Free);
+            let pc = config(s, StageOrder::Free);
             let plan = PipelinePlan::for_work(input.len(), output.len(), &pc, &cfg.work, free)?;
             let pipe = Pipeline::new(gpu, plan, cfg.work)?;
             let m = measure(&pipe, &input, &mut output, cfg.reps.div_ceil(3))?;
@@ -408,7 +408,7 @@ pub fn study(
             rows.push(OverlapRow {
                 memory: HostKind::Pageable,
                 streams: s,
-                order: CopyOrder::Free,
+                order: StageOrder::Free,
                 median_ms: m.stats.median_ms,
                 min_ms: m.stats.min_ms,
                 ideal_ms: ideal,
@@ -481,7 +481,7 @@ pub fn markdown(r: &OverlapReport) -> String {
         c.compute_ms,
         c.pair_ms
     );
-    s += "| memory | streams | copies across streams | median ms | min ms | ideal ms | serial ms | speedup vs serial | overlap efficiency | duplex-aware ideal ms (efficiency) | stage sums H2D / compute / D2H ms |\n\
+    s += "| memory | streams | stages across streams | median ms | min ms | ideal ms | serial ms | speedup vs serial | overlap efficiency | duplex-aware ideal ms (efficiency) | stage sums H2D / compute / D2H ms |\n\
           | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
     for (i, row) in r.rows.iter().enumerate() {
         let duplex = if row.duplex_ideal_ms.is_finite() {
@@ -536,7 +536,7 @@ mod tests {
         assert_eq!(ideal_ms(4, [1.0, 2.0, 0.5]), 9.5);
     }
 
-    fn row(streams: usize, order: CopyOrder, efficiency: f64) -> OverlapRow {
+    fn row(streams: usize, order: StageOrder, efficiency: f64) -> OverlapRow {
         OverlapRow {
             memory: HostKind::Pinned,
             streams,
@@ -555,11 +555,11 @@ mod tests {
     #[test]
     fn headline_is_the_best_row_with_three_streams() {
         let rows = vec![
-            row(1, CopyOrder::Free, 0.4),
-            row(2, CopyOrder::Free, 0.99),
-            row(3, CopyOrder::Free, 0.9),
-            row(3, CopyOrder::H2d, 0.95),
-            row(4, CopyOrder::H2d, 0.95),
+            row(1, StageOrder::Free, 0.4),
+            row(2, StageOrder::Free, 0.99),
+            row(3, StageOrder::Free, 0.9),
+            row(3, StageOrder::H2d, 0.95),
+            row(4, StageOrder::H2d, 0.95),
         ];
         assert_eq!(headline_row(&rows), 3);
         assert_eq!(headline_row(&rows[..3]), 2);

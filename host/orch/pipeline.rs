@@ -8,10 +8,12 @@
 //! chunk's H2D is stream order; the streams start together behind one start event and the
 //! first stream joins the others before the end event.
 //!
-//! [`CopyOrder`] optionally orders the copies across streams: with
-//! [`CopyOrder::H2d`] the H2D of chunk `i` waits (an event) for the H2D of chunk `i − 1`, so
-//! only one host-to-device copy runs at a time and each arrives at full link rate, instead of
-//! two streams' copies sharing the link and both arriving late.
+//! [`StageOrder`] optionally orders stages across streams: with [`StageOrder::H2d`] the H2D of
+//! chunk `i` waits (an event) for the H2D of chunk `i − 1`, so only one host-to-device copy
+//! runs at a time and each arrives at full link rate, instead of two streams' copies sharing
+//! the link and both arriving late; [`StageOrder::H2dCompute`] does the same for the compute
+//! stage, so the kernels of several streams do not share the SMs (each stream's compute
+//! finishing late delays that stream's next H2D); [`StageOrder::All`] for every stage.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -105,37 +107,50 @@ impl ChunkWork {
     }
 }
 
-/// Whether copies of different streams are ordered (chunk `i − 1`'s before chunk `i`'s).
+/// Which stages of different streams are ordered: stage `s` of chunk `i` waits (an event) for
+/// stage `s` of chunk `i − 1`, so that engine takes the chunks one at a time, in order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum CopyOrder {
-    /// Stream order only: ready copies of different streams may run at the same time.
+pub enum StageOrder {
+    /// Stream order only: ready work of different streams may run at the same time.
     #[default]
     Free,
     /// H2D copies one at a time, in chunk order (one event wait per chunk).
     H2d,
-    /// H2D copies one at a time in chunk order, and D2H copies likewise.
-    Copies,
+    /// H2D copies and compute stages each one at a time, in chunk order.
+    H2dCompute,
+    /// Every stage (H2D, compute, D2H) one at a time, in chunk order.
+    All,
 }
 
-impl CopyOrder {
+impl StageOrder {
     /// Every order.
-    pub const ALL: [CopyOrder; 3] = [CopyOrder::Free, CopyOrder::H2d, CopyOrder::Copies];
+    pub const ALL: [StageOrder; 4] = [
+        StageOrder::Free,
+        StageOrder::H2d,
+        StageOrder::H2dCompute,
+        StageOrder::All,
+    ];
 
     /// Short name for tables.
     pub fn name(self) -> &'static str {
         match self {
-            CopyOrder::Free => "free",
-            CopyOrder::H2d => "H2D in order",
-            CopyOrder::Copies => "H2D and D2H in order",
+            StageOrder::Free => "free",
+            StageOrder::H2d => "H2D in order",
+            StageOrder::H2dCompute => "H2D, compute in order",
+            StageOrder::All => "all stages in order",
         }
     }
 
     fn h2d(self) -> bool {
-        self != CopyOrder::Free
+        self != StageOrder::Free
+    }
+
+    fn compute(self) -> bool {
+        matches!(self, StageOrder::H2dCompute | StageOrder::All)
     }
 
     fn d2h(self) -> bool {
-        self == CopyOrder::Copies
+        self == StageOrder::All
     }
 }
 
@@ -148,8 +163,8 @@ pub struct PipelineConfig {
     pub streams: usize,
     /// Copy-kernel launches per chunk (the compute stage); 0 sends the input straight back.
     pub compute_reps: usize,
-    /// Ordering of copies across streams.
-    pub order: CopyOrder,
+    /// Ordering of stages across streams.
+    pub order: StageOrder,
 }
 
 /// A checked plan: how many chunks, which stream, how much device memory.
@@ -171,8 +186,8 @@ pub struct PipelinePlan {
     pub streams: usize,
     /// Copy-kernel launches per chunk.
     pub compute_reps: usize,
-    /// Ordering of copies across streams.
-    pub order: CopyOrder,
+    /// Ordering of stages across streams.
+    pub order: StageOrder,
     /// Device bytes the pipeline allocates: `streams × (chunk + output chunk)` f32,
     /// independent of the batch.
     pub device_bytes: usize,
@@ -589,6 +604,10 @@ impl<'g> Pipeline<'g> {
             }
             .during(|| format!("H2D of chunk {chunk}"))?;
             rec(&m[1], s)?;
+            if let Some(p) = prev.filter(|_| self.plan.order.compute()) {
+                s.wait(&p[2])
+                    .during(|| format!("ordering the compute of chunk {chunk}"))?;
+            }
             for _ in 0..self.plan.compute_reps {
                 // SAFETY: the buffers hold a full chunk and its output and belong to this
                 // stream only; the launch is planned for this chunk's length.
@@ -635,7 +654,7 @@ mod tests {
             chunk_elems,
             streams,
             compute_reps: 1,
-            order: CopyOrder::Free,
+            order: StageOrder::Free,
         }
     }
 
