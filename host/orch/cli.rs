@@ -3,12 +3,12 @@
 //! ```text
 //! rustile transfer       [--max-mib N] [--out DIR]
 //! rustile overlap        [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N]
-//!                        [--compute-reps K] [--kernel copy|transpose|gather[:S]]
+//!                        [--compute-reps K] [--kernel copy|transpose|gather[:S]|gemm[:K[:N]]]
 //!                        [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
 //! rustile launch         [--kernels N] [--reps N]
 //! rustile memory         [--sizes-mib 1,64,256] [--iterations N] [--reps N]
 //! rustile orchestration  [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N]
-//!                        [--out DIR]               all four; tables, trace JSON and SVGs
+//!                        [--gemm-k K] [--out DIR]  all four; tables, trace JSON and SVGs
 //! ```
 
 use std::collections::HashMap;
@@ -22,13 +22,16 @@ use crate::gpu::Gpu;
 /// Usage text.
 pub const USAGE: &str = "  transfer      [--max-mib N] [--out DIR]            H2D/D2H GB/s vs size: pageable, pinned, write-combined
   overlap       [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N] [--compute-reps K]
-                [--kernel copy|transpose|gather[:S]] [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
+                [--kernel copy|transpose|gather[:S]|gemm[:K[:N]]] [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
                                                      chunked H2D → kernel → D2H over N streams vs ideal
+                                                     (gemm: rows of A streamed, B resident, one SGEMM per
+                                                     chunk; without N the chunk rows and N are calibrated)
   launch        [--kernels N] [--reps N]             µs per kernel: plain vs CUDA graph; cost of a sync
   memory        [--sizes-mib LIST] [--iterations N] [--reps N]   stream-ordered pool vs cuMemAlloc; stats
-  orchestration [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N] [--out DIR]
-                                                     all of the above (overlap with copy, transpose and a
-                                                     stride-S gather); writes results.md/json, SVGs, trace";
+  orchestration [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N] [--gemm-k K] [--out DIR]
+                                                     all of the above (overlap with copy, transpose, a
+                                                     stride-S gather and the SGEMM with resident B);
+                                                     writes results.md/json, SVGs, trace";
 
 const SWITCHES: [&str; 2] = ["--quick", "--no-pageable"];
 
@@ -106,11 +109,118 @@ const MIB: usize = 1 << 20;
 /// eighth of the H2D.
 pub const GATHER_STRIDE: usize = 8;
 
+/// The SGEMM workload's default depth: A's rows are 16 KiB, a 32 MiB chunk is 2048 rows.
+pub const GEMM_K: usize = 4096;
+
+/// A `--kernel` argument: a fixed compute stage, or the SGEMM whose chunk rows and N are
+/// calibrated in the run.
+#[derive(Clone, Copy, Debug)]
+pub enum KernelSpec {
+    /// Run as given.
+    Work(ChunkWork),
+    /// `gemm[:K]`: rows per chunk and N chosen by [`overlap::calibrate_gemm_shape`].
+    GemmCalibrated {
+        /// Columns of A, rows of B.
+        k: usize,
+    },
+}
+
+/// Parses `--kernel`: everything [`work`] takes, plus `gemm` / `gemm:K` (shape calibrated).
+pub fn kernel_spec(name: &str) -> Result<KernelSpec> {
+    let bad = || {
+        Error::Usage(format!(
+            "--kernel copy|transpose|gather[:S]|gemm[:K[:N]], got `{name}`"
+        ))
+    };
+    let positive = |v: &str| v.parse::<usize>().ok().filter(|&s| s > 0).ok_or_else(bad);
+    let parts: Vec<&str> = name.split(':').collect();
+    match parts.as_slice() {
+        ["gemm"] => Ok(KernelSpec::GemmCalibrated { k: GEMM_K }),
+        ["gemm", k] => Ok(KernelSpec::GemmCalibrated { k: positive(k)? }),
+        ["gemm", k, n] => {
+            let (k, n) = (positive(k)?, positive(n)?);
+            if !k.is_multiple_of(4) || !n.is_multiple_of(4) {
+                return Err(Error::Usage(format!(
+                    "--kernel {name}: K and N must be multiples of 4 (16-byte rows for the \
+                     vectorised SGEMM variants)"
+                )));
+            }
+            Ok(KernelSpec::Work(ChunkWork::Gemm { k, n }))
+        }
+        ["gemm", ..] => Err(bad()),
+        _ => work(name).map(KernelSpec::Work),
+    }
+}
+
+/// Rows per chunk to probe for the SGEMM: chunks of ½, ⅝, ¾, ⅞ and all of `chunk_elems`,
+/// each rounded down to whole multiples of 64 rows of `k` (at least 64 rows).
+pub fn gemm_row_candidates(chunk_elems: usize, k: usize) -> Vec<usize> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut rows: Vec<usize> = [4, 5, 6, 7, 8]
+        .iter()
+        .map(|eighths| (chunk_elems / k * eighths / 8 / 64 * 64).max(64))
+        .collect();
+    rows.dedup();
+    rows
+}
+
+/// The overlap configuration of an SGEMM spec: `base`'s chunk count (batch / chunk) and
+/// orders; chunks of `rows × k`, B of `k × n`. For [`KernelSpec::GemmCalibrated`] the rows and
+/// N come from [`overlap::calibrate_gemm_shape`] (returned too); for a fixed `gemm:K:N` the
+/// chunk is `base`'s rounded down to whole rows. Other specs: `base` with their work.
+pub fn spec_config(
+    gpu: &Gpu,
+    spec: KernelSpec,
+    base: &overlap::OverlapConfig,
+    progress: impl FnMut(&str),
+) -> Result<(overlap::OverlapConfig, Option<overlap::GemmShape>)> {
+    let chunks = (base.batch_elems / base.chunk_elems.max(1)).max(1);
+    let gemm = |k: usize, rows: usize, n: usize| overlap::OverlapConfig {
+        work: ChunkWork::Gemm { k, n },
+        chunk_elems: rows * k,
+        batch_elems: chunks * rows * k,
+        compute_reps: Some(base.compute_reps.unwrap_or(1)),
+        pageable: false,
+        ..base.clone()
+    };
+    match spec {
+        KernelSpec::GemmCalibrated { k } => {
+            let rows = gemm_row_candidates(base.chunk_elems, k);
+            let ns = overlap::gemm_n_candidates(k, 64, 256);
+            let shape = overlap::calibrate_gemm_shape(gpu, k, &rows, &ns, progress)?;
+            Ok((gemm(k, shape.rows, shape.n), Some(shape)))
+        }
+        KernelSpec::Work(ChunkWork::Gemm { k, n }) => {
+            let rows = (base.chunk_elems / k).max(1);
+            Ok((gemm(k, rows, n), None))
+        }
+        KernelSpec::Work(work) => Ok((
+            overlap::OverlapConfig {
+                work,
+                ..base.clone()
+            },
+            None,
+        )),
+    }
+}
+
 /// The compute stage by name: `copy` (the best copy variant, short launches), `transpose`
-/// (the naive transpose of the chunk as a 2048-column matrix: few, long launches) or
+/// (the naive transpose of the chunk as a 2048-column matrix: few, long launches),
 /// `gather[:S]` (`strided/v01_gather`, every `S`-th element, default
-/// [`GATHER_STRIDE`]: the output, and so the D2H, is `S` times smaller than the input).
+/// [`GATHER_STRIDE`]: the output, and so the D2H, is `S` times smaller than the input) or
+/// `gemm:K:N` (one SGEMM per chunk of whole `K`-element rows against a resident `K × N` B).
 pub fn work(name: &str) -> Result<ChunkWork> {
+    if name == "gemm" || name.starts_with("gemm:") {
+        return match kernel_spec(name)? {
+            KernelSpec::Work(w) => Ok(w),
+            KernelSpec::GemmCalibrated { .. } => Err(Error::Usage(format!(
+                "`{name}`: a fixed SGEMM stage needs gemm:K:N (N is calibrated only by the \
+                 overlap commands)"
+            ))),
+        };
+    }
     let bad = || Error::Usage(format!("--kernel copy|transpose|gather[:S], got `{name}`"));
     match name.split_once(':') {
         Some(("gather", stride)) => {
@@ -228,9 +338,15 @@ fn overlap_config(o: &Opts, base: overlap::OverlapConfig) -> Result<overlap::Ove
             Some(_) => Some(o.num("--compute-reps", 1)?),
         },
         pageable: !o.has("--no-pageable"),
-        work: match o.values.get("--kernel") {
-            None => base.work,
-            Some(name) => work(name)?,
+        work: match o
+            .values
+            .get("--kernel")
+            .map(|n| kernel_spec(n))
+            .transpose()?
+        {
+            Some(KernelSpec::Work(w)) => w,
+            // Resolved after the calibration, by `spec_config`.
+            Some(KernelSpec::GemmCalibrated { .. }) | None => base.work,
         },
         orders: match o.values.get("--order") {
             None => base.orders,
@@ -318,6 +434,23 @@ fn overlap_cmd(args: &[String]) -> Result<()> {
     let cfg = overlap_config(&o, Plan::new(false).overlap)?;
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
+    let cfg = match o
+        .values
+        .get("--kernel")
+        .map(|n| kernel_spec(n))
+        .transpose()?
+    {
+        Some(
+            spec @ (KernelSpec::GemmCalibrated { .. } | KernelSpec::Work(ChunkWork::Gemm { .. })),
+        ) => {
+            let (cfg, shape) = spec_config(&gpu, spec, &cfg, progress)?;
+            if let Some(shape) = &shape {
+                println!("{}", overlap::gemm_shape_markdown(shape));
+            }
+            cfg
+        }
+        _ => cfg,
+    };
     let r = overlap::study(&gpu, &cfg, progress)?;
     println!("{}", overlap::markdown(&r));
     let out = o.out();
@@ -366,6 +499,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
             "--gather",
             "--gather-batch-mib",
             "--gather-chunk-mib",
+            "--gemm-k",
             "--out",
         ],
     )?;
@@ -402,6 +536,19 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     println!("{}", overlap::markdown(&ov_transpose));
     let ov_gather = overlap::study(&gpu, &gather_cfg, progress)?;
     println!("{}", overlap::markdown(&ov_gather));
+    // The inference pattern: rows of A streamed, B resident, one SGEMM launch per chunk, the
+    // chunk rows and N calibrated so compute ≈ H2D with an output at most a third of the input.
+    let gemm_k = o.num("--gemm-k", GEMM_K)?;
+    let (gemm_cfg, gemm_shape) = spec_config(
+        &gpu,
+        KernelSpec::GemmCalibrated { k: gemm_k },
+        base,
+        progress,
+    )?;
+    let gemm_shape = gemm_shape.expect("calibrated");
+    println!("{}", overlap::gemm_shape_markdown(&gemm_shape));
+    let ov_gemm = overlap::study(&gpu, &gemm_cfg, progress)?;
+    println!("{}", overlap::markdown(&ov_gemm));
     let best3 = |r: &overlap::OverlapReport| {
         r.rows
             .iter()
@@ -409,7 +556,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
             .map(|r| r.efficiency)
             .fold(f64::NAN, f64::max)
     };
-    let studies = [&ov_copy, &ov_transpose, &ov_gather];
+    let studies = [&ov_copy, &ov_transpose, &ov_gather, &ov_gemm];
     let ov = studies
         .iter()
         .copied()
@@ -439,7 +586,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     let acceptance = format!(
         "| bar | measured | holds |\n| --- | --- | --- |\n\
          | pinned H2D ≥ 0.9 × best H2D of any method | {:.2} / {:.2} GB/s = {:.3} | {} |\n\
-         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} with `{}`, {} streams, {} (serial baseline {:.3}; free order {:.3}); best of {} | {} |\n\
+         | overlap efficiency ≥ 0.9 with ≥ 3 streams, compute ≈ transfer | best {:.3} with `{}`, {} streams, {} (serial baseline {:.3}; free order {:.3}; compute {:.3} ms vs H2D {:.3} ms per chunk; output {}); best of {} | {} |\n\
          | graph replay per kernel below plain launches | {:.3} vs {:.3} µs | {} |\n\
          | timeline files produced | timeline.json, timeline.svg | yes |\n",
         t.peak(Some(super::HostKind::Pinned), transfer::Direction::H2D),
@@ -458,6 +605,9 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
             })
             .map(|r| r.efficiency)
             .fold(f64::NAN, f64::max),
+        ov.calibration.compute_ms,
+        ov.calibration.h2d_ms,
+        ov.verified.describe(),
         others,
         yes(best_eff >= 0.9),
         graph.wall_us_per_kernel,
@@ -469,12 +619,15 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     let md = format!(
         "# Host orchestration on {head}\n\nCommand: `{command}`\n\n## Acceptance\n\n{acceptance}\n\
          ## Transfers (GB/s = 10⁹ B/s, CUDA events, median)\n\n{}\n\
-         ## Overlap pipeline\n\n{}\n{}\n{}\n## Launch overhead and synchronisation\n\n{}\n\
+         ## Overlap pipeline\n\n{}\n{}\n{}\n### SGEMM with resident B\n\n{}\n{}\n\
+         ## Launch overhead and synchronisation\n\n{}\n\
          ## Allocation: stream-ordered pool vs per-iteration cuMemAlloc\n\n{}",
         t.markdown(),
         overlap::markdown(&ov_copy),
         overlap::markdown(&ov_transpose),
         overlap::markdown(&ov_gather),
+        overlap::gemm_shape_markdown(&gemm_shape),
+        overlap::markdown(&ov_gemm),
         la.markdown(),
         al.markdown()
     );
@@ -490,6 +643,11 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         overlap_gather: &'a [overlap::OverlapRow],
         calibration_gather: &'a overlap::Calibration,
         overlap_gather_kernel: &'a str,
+        overlap_gemm: &'a [overlap::OverlapRow],
+        calibration_gemm: &'a overlap::Calibration,
+        gemm_shape: &'a overlap::GemmShape,
+        verification_gemm: &'a super::Verification,
+        overlap_gemm_kernel: &'a str,
         launch: &'a launch::LaunchReport,
         allocation: &'a pool::AllocReport,
     }
@@ -506,6 +664,11 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
             overlap_gather: &ov_gather.rows,
             calibration_gather: &ov_gather.calibration,
             overlap_gather_kernel: &ov_gather.kernel,
+            overlap_gemm: &ov_gemm.rows,
+            calibration_gemm: &ov_gemm.calibration,
+            gemm_shape: &gemm_shape,
+            verification_gemm: &ov_gemm.verified,
+            overlap_gemm_kernel: &ov_gemm.kernel,
             launch: &la,
             allocation: &al,
         })?,
@@ -602,6 +765,56 @@ mod tests {
         for bad in ["gather:0", "gather:x", "copy:2", "scan"] {
             assert!(matches!(work(bad), Err(Error::Usage(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn gemm_specs_and_row_candidates() {
+        assert!(matches!(
+            kernel_spec("gemm"),
+            Ok(KernelSpec::GemmCalibrated { k: GEMM_K })
+        ));
+        assert!(matches!(
+            kernel_spec("gemm:8192"),
+            Ok(KernelSpec::GemmCalibrated { k: 8192 })
+        ));
+        assert!(matches!(
+            kernel_spec("gemm:4096:1280"),
+            Ok(KernelSpec::Work(ChunkWork::Gemm { k: 4096, n: 1280 }))
+        ));
+        assert!(matches!(
+            work("gemm:4096:1280"),
+            Ok(ChunkWork::Gemm { k: 4096, n: 1280 })
+        ));
+        assert!(matches!(
+            kernel_spec("copy"),
+            Ok(KernelSpec::Work(ChunkWork::Copy(_)))
+        ));
+        for bad in [
+            "gemm:0",
+            "gemm:4096:0",
+            "gemm:4096:1281",
+            "gemm:x",
+            "gemm:1:2:3",
+            "gemmx",
+        ] {
+            assert!(matches!(kernel_spec(bad), Err(Error::Usage(_))), "{bad}");
+        }
+        // `work` needs a fixed N.
+        assert!(matches!(work("gemm"), Err(Error::Usage(_))));
+        // 32 MiB chunks of 16 KiB rows: 1024 … 2048 rows.
+        assert_eq!(
+            gemm_row_candidates(32 * MIB / 4, 4096),
+            vec![1024, 1280, 1536, 1792, 2048]
+        );
+        // Small chunks: at least 64 rows, no duplicates.
+        assert_eq!(gemm_row_candidates(64 * 4096, 4096), vec![64]);
+        assert!(gemm_row_candidates(100, 0).is_empty());
+        let o = Opts::parse(&args("--kernel gemm"), &["--kernel"]).unwrap();
+        let c = overlap_config(&o, Plan::new(false).overlap).unwrap();
+        assert!(
+            matches!(c.work, ChunkWork::Copy(_)),
+            "resolved after the calibration"
+        );
     }
 
     #[test]

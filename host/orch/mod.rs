@@ -2,6 +2,7 @@
 //!
 //! - [`mem`]: pageable / pinned / write-combined host buffers, raw device buffers.
 //! - [`transfer`]: H2D and D2H bandwidth against size for each host memory kind.
+//! - [`kernel`]: a suite kernel or an SGEMM with resident weights, planned for any stream.
 //! - [`pipeline`]: a batch in chunks through N streams, H2D → kernel → D2H, event-ordered.
 //! - [`overlap`]: the pipeline at 1, 2, 3, 4 streams against its ideal; pageable for contrast.
 //! - [`launch`]: per-kernel launch cost, plain vs CUDA graph replay; the cost of a sync.
@@ -20,7 +21,11 @@ pub mod pool;
 pub mod timeline;
 pub mod transfer;
 
+pub use kernel::{PlannedGemm, PlannedWork, ResidentWeights};
 pub use mem::{DeviceBuffer, HostBuffer, HostKind};
-pub use pipeline::{ChunkWork, Pipeline, PipelineConfig, PipelinePlan, PipelineRun, StageOrder};
+pub use pipeline::{
+    ChunkWork, OutShape, Pipeline, PipelineConfig, PipelinePlan, PipelineRun, StageOrder,
+    Verification,
+};
 pub use pool::{MemoryStats, StreamPool};
 pub use timeline::{Span, Stage, Timeline};

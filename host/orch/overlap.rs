@@ -11,11 +11,14 @@
 use cudarc::driver::result;
 use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 
-use super::kernel::PlannedCopy;
+use super::kernel::PlannedGemm;
 use super::mem::{DeviceBuffer, HostBuffer, HostKind};
-use super::pipeline::{ChunkWork, Pipeline, PipelineConfig, PipelinePlan, PipelineRun, StageOrder};
+use super::pipeline::{
+    ChunkWork, Pipeline, PipelineConfig, PipelinePlan, PipelineRun, StageOrder, Verification,
+};
 use super::timeline::Timeline;
 use crate::error::{DriverContext, Result};
+use crate::gemm::GemmProblem;
 use crate::gpu::Gpu;
 use crate::harness::Stats;
 
@@ -110,9 +113,9 @@ pub struct OverlapReport {
     pub headline: usize,
     /// The pageable run with the most streams, if measured.
     pub pageable_timeline: Option<Timeline>,
-    /// The output of a pinned multi-stream run equalled the CPU reference bit for bit (output
-    /// poisoned before the run).
-    pub verified: bool,
+    /// How the output of the headline configuration (poisoned before the run) matched the CPU
+    /// reference.
+    pub verified: Verification,
     /// The compute stage's kernel, `family/variant`.
     pub kernel: String,
 }
@@ -162,7 +165,8 @@ pub fn calibrate(
     let stream = ctx.new_stream().during(|| "creating a stream".into())?;
     let din = DeviceBuffer::new(ctx, bytes, "calibration input")?;
     let dout = DeviceBuffer::new(ctx, out_n * 4, "calibration output")?;
-    let copy = PlannedCopy::for_problem(gpu, work.kernel(), work.problem(n), n, out_n)?;
+    let weights = work.weights(gpu)?;
+    let copy = work.plan(gpu, n, n, out_n, weights.as_ref())?;
     ctx.bind_to_thread()
         .during(|| "binding the context".into())?;
     let src = &input.as_slice()[..n];
@@ -223,6 +227,199 @@ pub fn calibrate(
     })
 }
 
+/// One probe of [`calibrate_gemm_shape`]: a chunk of `rows × k` f32 against one SGEMM launch.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct GemmProbe {
+    /// Rows of A in the chunk.
+    pub rows: usize,
+    /// Columns of B and of the output.
+    pub n: usize,
+    /// The variant `gemm::dispatch` picks for `rows × n × k`.
+    pub kernel: &'static str,
+    /// Pinned H2D of the chunk, median ms.
+    pub h2d_ms: f64,
+    /// One launch, median ms per launch over back-to-back launches.
+    pub gemm_ms: f64,
+}
+
+impl GemmProbe {
+    /// Compute / H2D.
+    pub fn ratio(&self) -> f64 {
+        self.gemm_ms / self.h2d_ms
+    }
+}
+
+/// The chunk shape of the SGEMM workload and every probe that chose it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GemmShape {
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Rows of A per chunk.
+    pub rows: usize,
+    /// Columns of B.
+    pub n: usize,
+    /// Every probe, in measuring order.
+    pub probes: Vec<GemmProbe>,
+}
+
+/// Widths `n` of B to probe for a `k`-deep SGEMM: multiples of `step` from `min_n` up to `k / 3`,
+/// so that the output (and the D2H) is at most a third of the input.
+pub fn gemm_n_candidates(k: usize, step: usize, min_n: usize) -> Vec<usize> {
+    if step == 0 {
+        return Vec::new();
+    }
+    let top = k / 3 / step * step;
+    (min_n.div_ceil(step).max(1)..=top / step)
+        .map(|i| i * step)
+        .collect()
+}
+
+/// The probe whose compute time is closest to its H2D (smallest `|gemm / h2d − 1|`); on a tie
+/// the larger chunk, then the wider B. `None` without a finite probe.
+pub fn pick_gemm_probe(probes: &[GemmProbe]) -> Option<&GemmProbe> {
+    probes
+        .iter()
+        .filter(|p| p.ratio().is_finite() && p.ratio() > 0.0)
+        .min_by(|a, b| {
+            let d = |p: &GemmProbe| (p.ratio() - 1.0).abs();
+            d(a).total_cmp(&d(b))
+                .then(b.rows.cmp(&a.rows))
+                .then(b.n.cmp(&a.n))
+        })
+}
+
+/// Measures, for chunks of each of `rows` rows of a `k`-column A, the chunk's pinned H2D and
+/// one SGEMM launch against a resident `k × n` B for each `n` (the dispatcher's variant,
+/// [`PlannedGemm`], timed over `BACK_TO_BACK` launches), and picks the shape whose compute ≈ H2D
+/// ([`pick_gemm_probe`]).
+pub fn calibrate_gemm_shape(
+    gpu: &Gpu,
+    k: usize,
+    rows: &[usize],
+    ns: &[usize],
+    mut progress: impl FnMut(&str),
+) -> Result<GemmShape> {
+    const BACK_TO_BACK: usize = 4;
+    let (max_rows, max_n) = match (rows.iter().max(), ns.iter().max()) {
+        (Some(&r), Some(&n)) if r > 0 && n > 0 && k > 0 => (r, n),
+        _ => {
+            return Err(crate::error::Error::Usage(format!(
+                "SGEMM shape calibration needs rows, n and k > 0 (k = {k}, rows {rows:?}, n {ns:?})"
+            )))
+        }
+    };
+    progress(&format!(
+        "SGEMM chunk shape: {} row counts × {} widths, K = {k}",
+        rows.len(),
+        ns.len()
+    ));
+    let ctx = gpu.context();
+    let mut host = HostBuffer::<f32>::new(ctx, HostKind::Pinned, max_rows * k)?;
+    fill_pattern(host.as_mut_slice(), 0xa11);
+    let mut b = vec![0.0f32; k * max_n];
+    fill_pattern(&mut b, 0xb0b);
+    let stream = ctx.new_stream().during(|| "creating a stream".into())?;
+    let da = DeviceBuffer::new(ctx, max_rows * k * 4, "SGEMM probe A")?;
+    let db = DeviceBuffer::new(ctx, k * max_n * 4, "SGEMM probe B")?;
+    let dc = DeviceBuffer::new(ctx, max_rows * max_n * 4, "SGEMM probe C")?;
+    ctx.bind_to_thread()
+        .during(|| "binding the context".into())?;
+    // SAFETY: `db` holds k · max_n f32; synchronous.
+    unsafe { result::memcpy_htod_sync(db.ptr(), &b) }.during(|| "uploading probe B".into())?;
+    let mut probes = Vec::with_capacity(rows.len() * ns.len());
+    for &r in rows {
+        let src = &host.as_slice()[..r * k];
+        // SAFETY: `da` holds max_rows · k ≥ r · k f32; the host slice outlives the synchronised
+        // copies.
+        let h2d_ms = timed_ms(gpu, &stream, 10, || {
+            unsafe { result::memcpy_htod_async(da.ptr(), src, stream.cu_stream()) }
+                .during(|| "SGEMM probe H2D".into())
+        })?;
+        for &n in ns {
+            let p = GemmProblem::new(r, n, k);
+            let g = PlannedGemm::new(gpu, p, r * k, db.ptr(), k * n, r * n)?;
+            // SAFETY: A, C are allocation starts holding ≥ r·k and r·n f32; B k·n.
+            let ms = timed_ms(gpu, &stream, 5, || {
+                (0..BACK_TO_BACK).try_for_each(|_| unsafe { g.launch(&stream, da.ptr(), dc.ptr()) })
+            })?;
+            probes.push(GemmProbe {
+                rows: r,
+                n,
+                kernel: g.kernel_name(),
+                h2d_ms,
+                gemm_ms: ms / BACK_TO_BACK as f64,
+            });
+        }
+    }
+    let best = *pick_gemm_probe(&probes)
+        .ok_or_else(|| crate::error::Error::Usage("no SGEMM probe gave a finite time".into()))?;
+    Ok(GemmShape {
+        k,
+        rows: best.rows,
+        n: best.n,
+        probes,
+    })
+}
+
+/// Markdown: the chosen shape and every probe (rows × n: compute / H2D).
+pub fn gemm_shape_markdown(s: &GemmShape) -> String {
+    let mut ns: Vec<usize> = s.probes.iter().map(|p| p.n).collect();
+    ns.sort_unstable();
+    ns.dedup();
+    let mut rows: Vec<usize> = s.probes.iter().map(|p| p.rows).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let mut md = format!(
+        "SGEMM chunk shape (K = {}): chosen **{} rows × N = {}** (chunk {:.1} MiB, output {:.1} MiB). \
+         Each cell: one launch, ms (compute / H2D of the chunk); the variant is `gemm::dispatch`'s.\n\n\
+         | rows (chunk MiB, H2D ms) |",
+        s.k,
+        s.rows,
+        s.n,
+        (s.rows * s.k * 4) as f64 / (1 << 20) as f64,
+        (s.rows * s.n * 4) as f64 / (1 << 20) as f64,
+    );
+    for n in &ns {
+        md += &format!(" N = {n} |");
+    }
+    md += "\n| --- |";
+    md += &" ---: |".repeat(ns.len());
+    md += "\n";
+    for r in &rows {
+        let h = s
+            .probes
+            .iter()
+            .find(|p| p.rows == *r)
+            .map(|p| p.h2d_ms)
+            .unwrap_or(f64::NAN);
+        md += &format!(
+            "| {r} ({:.0}, {h:.3}) |",
+            (r * s.k * 4) as f64 / (1 << 20) as f64
+        );
+        for n in &ns {
+            match s.probes.iter().find(|p| p.rows == *r && p.n == *n) {
+                Some(p) => {
+                    let bold = if p.rows == s.rows && p.n == s.n {
+                        "**"
+                    } else {
+                        ""
+                    };
+                    let tag = if p.kernel.contains("128x64") {
+                        "ᵃ"
+                    } else {
+                        ""
+                    };
+                    md += &format!(" {bold}{:.3} ({:.2}){bold}{tag} |", p.gemm_ms, p.ratio());
+                }
+                None => md += " — |",
+            }
+        }
+        md += "\n";
+    }
+    md += "\nᵃ the 128×64 tile (`tile_128x64`: fewer 128×128 tiles than SMs); otherwise the 128×128 warp tile.\n";
+    md
+}
+
 /// The ideal time of `chunks` chunks from per-chunk stage means `[h, c, d]`.
 pub fn ideal_ms(chunks: usize, stage_means_ms: [f64; 3]) -> f64 {
     let max = stage_means_ms.iter().copied().fold(0.0, f64::max);
@@ -278,7 +475,8 @@ pub fn study(
     counts.dedup();
     let max_streams = *counts.last().unwrap_or(&1);
     // Check every configuration before allocating gigabytes of pinned memory.
-    let out_elems = PipelinePlan::output_len(cfg.batch_elems, cfg.chunk_elems, cfg.work.shrink());
+    let out_elems =
+        PipelinePlan::output_len(cfg.batch_elems, cfg.chunk_elems, cfg.work.out_shape());
     for &s in &counts {
         let c = PipelineConfig {
             chunk_elems: cfg.chunk_elems,
@@ -292,13 +490,18 @@ pub fn study(
     let mut input = HostBuffer::<f32>::new(ctx, HostKind::Pinned, cfg.batch_elems)?;
     let mut output = HostBuffer::<f32>::new(ctx, HostKind::Pinned, out_elems)?;
     fill_pattern(input.as_mut_slice(), 0x5eed);
+    // The SGEMM stage is one launch per chunk (its size, not a repeat count, sets its time).
+    let fixed_reps = match cfg.compute_reps {
+        None if cfg.work.is_gemm() => Some(1),
+        r => r,
+    };
     let calibration = calibrate(
         gpu,
         cfg.work,
         cfg.chunk_elems,
         &input,
         &mut output,
-        cfg.compute_reps,
+        fixed_reps,
     )?;
     let k = calibration.compute_reps;
     let mut rows = Vec::new();
@@ -379,8 +582,7 @@ pub fn study(
     let pipe = Pipeline::new(gpu, plan, cfg.work)?;
     output.as_mut_slice().fill(f32::NAN);
     pipe.run(&input, &mut output)?;
-    pipe.verify(input.as_slice(), output.as_slice())?;
-    let verified = true;
+    let verified = pipe.verify(input.as_slice(), output.as_slice())?;
     drop(pipe);
     drop(input);
     drop(output);
@@ -513,11 +715,10 @@ pub fn markdown(r: &OverlapReport) -> String {
     }
     let h = &r.rows[r.headline];
     s += &format!(
-        "\n← headline row (best with ≥ 3 streams). Its output ({} streams, {}) bit-identical to \
-         the CPU reference: {}.\n",
+        "\n← headline row (best with ≥ 3 streams). Its output ({} streams, {}): {}.\n",
         h.streams,
         h.order.name(),
-        if r.verified { "yes" } else { "not checked" }
+        r.verified.describe()
     );
     s
 }
@@ -566,6 +767,56 @@ mod tests {
         // Fewer than 3 streams measured: the most streams.
         assert_eq!(headline_row(&rows[..2]), 1);
         assert_eq!(headline_row(&[]), 0);
+    }
+
+    #[test]
+    fn gemm_widths_keep_the_output_at_most_a_third() {
+        let ns = gemm_n_candidates(4096, 64, 256);
+        assert_eq!(ns.first(), Some(&256));
+        assert_eq!(ns.last(), Some(&1344)); // 4096 / 3 = 1365.3
+        assert_eq!(ns.len(), 18);
+        assert!(ns.iter().all(|n| n % 64 == 0 && 3 * n <= 4096));
+        assert_eq!(gemm_n_candidates(1024, 64, 256), vec![256, 320]);
+        assert!(gemm_n_candidates(100, 64, 0).is_empty());
+        assert!(gemm_n_candidates(4096, 0, 0).is_empty());
+    }
+
+    fn probe(rows: usize, n: usize, h2d_ms: f64, gemm_ms: f64) -> GemmProbe {
+        GemmProbe {
+            rows,
+            n,
+            kernel: "warptile",
+            h2d_ms,
+            gemm_ms,
+        }
+    }
+
+    #[test]
+    fn the_gemm_shape_is_the_probe_closest_to_its_h2d() {
+        let probes = [
+            probe(2048, 1024, 0.61, 0.49),  // 0.80
+            probe(2048, 1088, 0.61, 0.84),  // 1.38
+            probe(1536, 1280, 0.46, 0.47),  // 1.02
+            probe(1536, 1344, 0.46, 0.455), // 0.99: the closest
+            probe(1024, 512, 0.31, f64::NAN),
+        ];
+        let best = pick_gemm_probe(&probes).unwrap();
+        assert_eq!((best.rows, best.n), (1536, 1344));
+        // A tie across chunk sizes goes to the larger chunk.
+        let tie = [probe(1024, 640, 0.5, 0.55), probe(2048, 640, 1.0, 1.1)];
+        assert_eq!(pick_gemm_probe(&tie).unwrap().rows, 2048);
+        assert!(pick_gemm_probe(&[probe(1, 1, 0.0, 1.0)]).is_none());
+        assert!(pick_gemm_probe(&[]).is_none());
+        let md = gemm_shape_markdown(&GemmShape {
+            k: 4096,
+            rows: 1536,
+            n: 1344,
+            probes: probes.to_vec(),
+        });
+        assert!(
+            md.contains("**0.455 (0.99)**") && md.contains("| 1536 (24, 0.460) |"),
+            "{md}"
+        );
     }
 
     #[test]

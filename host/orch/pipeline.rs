@@ -22,11 +22,12 @@ use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use cudarc::driver::{result, CudaEvent, CudaStream};
 use rustile_kernels::registry::KernelInfo;
 
-use super::kernel::PlannedCopy;
+use super::kernel::{PlannedCopy, PlannedGemm, PlannedWork, ResidentWeights};
 use super::mem::{DeviceBuffer, HostBuffer};
 use super::timeline::{Span, Stage, Timeline};
 use crate::copy::CopyProblem;
 use crate::error::{DriverContext, Error, Result};
+use crate::gemm::GemmProblem;
 use crate::gpu::Gpu;
 use crate::problem::Problem;
 use crate::strided::StridedProblem;
@@ -53,34 +54,94 @@ pub enum ChunkWork {
         /// Input elements per output element (≥ 1).
         stride: usize,
     },
+    /// `out = in · B`: the chunk is a block of rows of A (`len / k` rows × `k`), B (`k × n`)
+    /// is resident on the device (uploaded once per [`Pipeline`], before any timing), one
+    /// launch of the variant [`crate::gemm::dispatch`] picks; the output chunk is
+    /// `rows × n`, so with `n < k` the D2H is `n / k` of the H2D.
+    Gemm {
+        /// Columns of A, rows of B.
+        k: usize,
+        /// Columns of B and of the output.
+        n: usize,
+    },
+}
+
+/// How long a chunk's output is: `⌈len · num / den⌉` for a chunk of `len` input elements,
+/// where every chunk (and so the batch and the chunk size) is a multiple of `granule`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OutShape {
+    /// Output elements per `den` input elements.
+    pub num: usize,
+    /// See `num`.
+    pub den: usize,
+    /// Chunk lengths must be multiples of this (the row length of a GEMM's A; 1 otherwise).
+    pub granule: usize,
+}
+
+impl OutShape {
+    /// Output as long as the input.
+    pub const SAME: OutShape = OutShape {
+        num: 1,
+        den: 1,
+        granule: 1,
+    };
+
+    /// One output element per `stride` input elements (rounded up per chunk).
+    pub fn shrink(stride: usize) -> Self {
+        Self {
+            num: 1,
+            den: stride,
+            granule: 1,
+        }
+    }
+
+    /// Rows of `k` input elements, each giving `n` output elements.
+    pub fn rows(k: usize, n: usize) -> Self {
+        Self {
+            num: n,
+            den: k,
+            granule: k,
+        }
+    }
+
+    /// Output elements of a chunk of `len` input elements; `None` on overflow or `den = 0`.
+    pub fn out_len(&self, len: usize) -> Option<usize> {
+        if self.den == 0 {
+            return None;
+        }
+        let o = (len as u128 * self.num as u128).div_ceil(self.den as u128);
+        usize::try_from(o).ok()
+    }
 }
 
 impl ChunkWork {
-    /// The kernel.
-    pub fn kernel(&self) -> &'static KernelInfo {
+    /// The suite kernel; `None` for the SGEMM (its variant depends on the chunk's shape).
+    pub fn suite_kernel(&self) -> Option<&'static KernelInfo> {
         match self {
             ChunkWork::Copy(k)
             | ChunkWork::Transpose { kernel: k, .. }
-            | ChunkWork::Gather { kernel: k, .. } => k,
+            | ChunkWork::Gather { kernel: k, .. } => Some(k),
+            ChunkWork::Gemm { .. } => None,
         }
     }
 
-    /// Input elements per output element: the gather's stride, 1 otherwise.
-    pub fn shrink(&self) -> usize {
+    /// How a chunk's output length follows from its input length.
+    pub fn out_shape(&self) -> OutShape {
         match *self {
-            ChunkWork::Gather { stride, .. } => stride.max(1),
-            _ => 1,
+            ChunkWork::Gather { stride, .. } => OutShape::shrink(stride.max(1)),
+            ChunkWork::Gemm { k, n } => OutShape::rows(k, n),
+            _ => OutShape::SAME,
         }
     }
 
-    /// Output elements of a chunk of `len` input elements: `⌈len / shrink⌉`.
+    /// Output elements of a chunk of `len` input elements (`len` a multiple of the granule).
     pub fn out_len(&self, len: usize) -> usize {
-        len.div_ceil(self.shrink())
+        self.out_shape().out_len(len).unwrap_or(usize::MAX)
     }
 
-    /// The problem for a chunk of `len` elements.
-    pub fn problem(&self, len: usize) -> Problem {
-        match *self {
+    /// The suite problem for a chunk of `len` elements; `None` for the SGEMM.
+    pub fn problem(&self, len: usize) -> Option<Problem> {
+        Some(match *self {
             ChunkWork::Copy(_) => Problem::Copy(CopyProblem { n: len }),
             ChunkWork::Transpose { cols, .. } => {
                 let (rows, cols) = if cols > 0 && len.is_multiple_of(cols) {
@@ -90,20 +151,90 @@ impl ChunkWork {
                 };
                 Problem::Transpose(TransposeProblem { rows, cols })
             }
-            ChunkWork::Gather { .. } => Problem::Strided(StridedProblem {
+            ChunkWork::Gather { stride, .. } => Problem::Strided(StridedProblem {
                 n: self.out_len(len),
-                stride: self.shrink(),
+                stride: stride.max(1),
+            }),
+            ChunkWork::Gemm { .. } => return None,
+        })
+    }
+
+    /// The SGEMM of a chunk of `len` elements (`len / k` rows); `None` for suite kernels.
+    pub fn gemm_problem(&self, len: usize) -> Option<GemmProblem> {
+        match *self {
+            ChunkWork::Gemm { k, n } if k > 0 => Some(GemmProblem::new(len / k, n, k)),
+            _ => None,
+        }
+    }
+
+    /// The resident weights the work needs (uploaded now), if any.
+    pub fn weights(&self, gpu: &Gpu) -> Result<Option<ResidentWeights>> {
+        match *self {
+            ChunkWork::Gemm { k, n } => ResidentWeights::new(gpu, k, n).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Plans the compute stage for a chunk of `len` elements between chunk buffers of
+    /// `src_len` and `dst_len` elements (`weights` from [`ChunkWork::weights`]).
+    pub fn plan(
+        &self,
+        gpu: &Gpu,
+        len: usize,
+        src_len: usize,
+        dst_len: usize,
+        weights: Option<&ResidentWeights>,
+    ) -> Result<PlannedWork> {
+        match (
+            self.problem(len),
+            self.suite_kernel(),
+            self.gemm_problem(len),
+        ) {
+            (Some(problem), Some(kernel), _) => Ok(PlannedWork::Suite(PlannedCopy::for_problem(
+                gpu, kernel, problem, src_len, dst_len,
+            )?)),
+            (_, _, Some(p)) => {
+                let w =
+                    weights
+                        .filter(|w| w.shape() == (p.k, p.n))
+                        .ok_or_else(|| Error::Pipeline {
+                            what: format!(
+                                "{} needs resident weights of {} × {}",
+                                self.name(),
+                                p.k,
+                                p.n
+                            ),
+                        })?;
+                Ok(PlannedWork::Gemm(PlannedGemm::new(
+                    gpu,
+                    p,
+                    src_len,
+                    w.ptr(),
+                    w.host().len(),
+                    dst_len,
+                )?))
+            }
+            _ => Err(Error::Pipeline {
+                what: format!("{self:?} has no problem"),
             }),
         }
     }
 
-    /// `family/variant`, with the stride for a gather.
+    /// `family/variant`, with the stride for a gather; `gemm K×N (resident B)` for the SGEMM.
     pub fn name(&self) -> String {
-        let name = crate::check::kernel_name(self.kernel());
-        match self {
-            ChunkWork::Gather { stride, .. } => format!("{name} stride {stride}"),
-            _ => name,
+        match (self, self.suite_kernel()) {
+            (ChunkWork::Gemm { k, n }, _) => format!("gemm ·B {k}×{n} (B resident)"),
+            (ChunkWork::Gather { stride, .. }, Some(kernel)) => {
+                format!("{} stride {stride}", crate::check::kernel_name(kernel))
+            }
+            (_, Some(kernel)) => crate::check::kernel_name(kernel),
+            (_, None) => unreachable!("only the SGEMM has no suite kernel"),
         }
+    }
+
+    /// Whether the output is checked with a tolerance (the SGEMM) rather than bit for bit.
+    pub fn is_gemm(&self) -> bool {
+        matches!(self, ChunkWork::Gemm { .. })
     }
 }
 
@@ -174,11 +305,11 @@ pub struct PipelinePlan {
     pub elems: usize,
     /// Elements per chunk.
     pub chunk_elems: usize,
-    /// Input elements per output element (1 unless the work is a gather).
-    pub shrink: usize,
-    /// Elements of the output batch: `Σ ⌈chunk / shrink⌉`.
+    /// How each chunk's output length follows from its length.
+    pub out_shape: OutShape,
+    /// Elements of the output batch: the sum of every chunk's output.
     pub out_elems: usize,
-    /// Output elements of a full chunk: `⌈chunk_elems / shrink⌉`.
+    /// Output elements of a full chunk.
     pub out_chunk_elems: usize,
     /// Chunks (the last may be partial).
     pub chunks: usize,
@@ -210,7 +341,7 @@ impl PipelinePlan {
         cfg: &PipelineConfig,
         device_free: usize,
     ) -> Result<Self> {
-        Self::with_shrink(input_len, output_len, cfg, 1, device_free)
+        Self::with_shape(input_len, output_len, cfg, OutShape::SAME, device_free)
     }
 
     /// As [`PipelinePlan::new`] for `work`: the output batch must hold
@@ -222,7 +353,7 @@ impl PipelinePlan {
         work: &ChunkWork,
         device_free: usize,
     ) -> Result<Self> {
-        Self::with_shrink(input_len, output_len, cfg, work.shrink(), device_free)
+        Self::with_shape(input_len, output_len, cfg, work.out_shape(), device_free)
     }
 
     /// As [`PipelinePlan::new`] where each chunk of `len` input elements gives
@@ -232,6 +363,26 @@ impl PipelinePlan {
         output_len: usize,
         cfg: &PipelineConfig,
         shrink: usize,
+        device_free: usize,
+    ) -> Result<Self> {
+        Self::with_shape(
+            input_len,
+            output_len,
+            cfg,
+            OutShape::shrink(shrink),
+            device_free,
+        )
+    }
+
+    /// As [`PipelinePlan::new`] where each chunk's output length is `shape`'s: also
+    /// [`Error::Pipeline`] when the batch or the chunk is not a multiple of `shape.granule`
+    /// (whole rows of a GEMM's A), or when a chunk sent straight back (0 compute launches)
+    /// would need a longer output than its input buffer.
+    pub fn with_shape(
+        input_len: usize,
+        output_len: usize,
+        cfg: &PipelineConfig,
+        shape: OutShape,
         device_free: usize,
     ) -> Result<Self> {
         let zero = |what| Error::ZeroSize {
@@ -244,13 +395,36 @@ impl PipelinePlan {
         if cfg.chunk_elems == 0 {
             return Err(zero("chunk elements"));
         }
-        if shrink == 0 {
+        if shape.den == 0 || shape.granule == 0 {
             return Err(zero("shrink (input elements per output element)"));
         }
+        for (what, len) in [("batch", input_len), ("chunk", cfg.chunk_elems)] {
+            if !len.is_multiple_of(shape.granule) {
+                return Err(Error::Pipeline {
+                    what: format!(
+                        "a {what} of {len} elements is not a whole number of rows of {}",
+                        shape.granule
+                    ),
+                });
+            }
+        }
+        let too_large = || Error::TooLarge {
+            kernel: NAME.into(),
+            what: format!("the output of {input_len} elements ({shape:?}) overflows usize"),
+        };
         let chunk_elems = cfg.chunk_elems.min(input_len);
         let chunks = input_len.div_ceil(chunk_elems);
-        let out_chunk_elems = chunk_elems.div_ceil(shrink);
-        let out_elems = Self::output_len(input_len, chunk_elems, shrink);
+        let out_chunk_elems = shape.out_len(chunk_elems).ok_or_else(too_large)?;
+        let out_elems =
+            Self::checked_output_len(input_len, chunk_elems, shape).ok_or_else(too_large)?;
+        if cfg.compute_reps == 0 && out_chunk_elems > chunk_elems {
+            return Err(Error::Pipeline {
+                what: format!(
+                    "0 compute launches send the input chunk back, but an output chunk of \
+                     {out_chunk_elems} elements is longer than the input chunk of {chunk_elems}"
+                ),
+            });
+        }
         if output_len != out_elems {
             return Err(Error::BufferLength {
                 kernel: NAME.into(),
@@ -258,8 +432,9 @@ impl PipelinePlan {
                 got: output_len,
                 need: out_elems,
                 shape: format!(
-                    "batch of {input_len} elements in chunks of {chunk_elems}, one output \
-                     element per {shrink}"
+                    "batch of {input_len} elements in chunks of {chunk_elems}, {} output \
+                     elements per {}",
+                    shape.num, shape.den
                 ),
             });
         }
@@ -302,7 +477,7 @@ impl PipelinePlan {
         Ok(Self {
             elems: input_len,
             chunk_elems,
-            shrink,
+            out_shape: shape,
             out_elems,
             out_chunk_elems,
             chunks,
@@ -313,17 +488,21 @@ impl PipelinePlan {
         })
     }
 
-    /// Output elements of a batch of `input_len` in chunks of `chunk_elems`, one output
-    /// element per `shrink` input elements of each chunk (rounded up per chunk); 0 if any
-    /// argument is 0.
-    pub fn output_len(input_len: usize, chunk_elems: usize, shrink: usize) -> usize {
-        if input_len == 0 || chunk_elems == 0 || shrink == 0 {
-            return 0;
+    /// Output elements of a batch of `input_len` in chunks of `chunk_elems`, each chunk's
+    /// output as `shape` says; 0 if any argument is 0 or the length overflows.
+    pub fn output_len(input_len: usize, chunk_elems: usize, shape: OutShape) -> usize {
+        Self::checked_output_len(input_len, chunk_elems, shape).unwrap_or(0)
+    }
+
+    fn checked_output_len(input_len: usize, chunk_elems: usize, shape: OutShape) -> Option<usize> {
+        if input_len == 0 || chunk_elems == 0 || shape.den == 0 {
+            return Some(0);
         }
         let chunk = chunk_elems.min(input_len);
         let full = input_len / chunk;
         let last = input_len % chunk;
-        full * chunk.div_ceil(shrink) + last.div_ceil(shrink)
+        full.checked_mul(shape.out_len(chunk)?)?
+            .checked_add(shape.out_len(last)?)
     }
 
     /// Element range of chunk `i`.
@@ -335,7 +514,8 @@ impl PipelinePlan {
     /// Output element range of chunk `i`.
     pub fn out_chunk(&self, i: usize) -> Range<usize> {
         let start = i * self.out_chunk_elems;
-        start..start + self.chunk(i).len().div_ceil(self.shrink)
+        let len = self.out_shape.out_len(self.chunk(i).len()).unwrap_or(0);
+        start..start + len
     }
 
     /// The stream chunk `i` runs on.
@@ -354,6 +534,105 @@ impl PipelinePlan {
     }
 }
 
+/// What [`Pipeline::verify`] checked.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Verification {
+    /// Bit for bit (suite kernels); otherwise within `tolerance`.
+    pub exact: bool,
+    /// Output elements compared with the reference.
+    pub entries: usize,
+    /// Largest per-chunk relative Frobenius error of the sampled entries (0 when exact).
+    pub max_rel_error: f64,
+    /// The bound (0 when exact).
+    pub tolerance: f64,
+}
+
+impl Verification {
+    /// One line for tables.
+    pub fn describe(&self) -> String {
+        if self.exact {
+            format!(
+                "bit-identical to the CPU reference ({} elements)",
+                self.entries
+            )
+        } else {
+            format!(
+                "every element finite; {} sampled entries within relative error {:.2e} of a \
+                 float64 reference (bound {:.2e} = 1e-6·√K)",
+                self.entries, self.max_rel_error, self.tolerance
+            )
+        }
+    }
+}
+
+/// Rows of a chunk whose every column [`gemm_sample_error`] checks: the first, the last and
+/// one chosen by `seed`.
+pub const GEMM_CHECK_ROWS: usize = 3;
+/// Single (row, column) entries per chunk [`gemm_sample_error`] checks besides those rows.
+pub const GEMM_CHECK_ENTRIES: usize = 32;
+
+/// Relative Frobenius error `‖got − want‖ / ‖want‖` of sampled entries of `c = a · b` (`a`:
+/// `rows × k`, `b`: `k × n`, `c`: `rows × n`, all row-major and tight) against a float64
+/// reference: every column of [`GEMM_CHECK_ROWS`] rows and [`GEMM_CHECK_ENTRIES`] entries
+/// spread by `seed`. Returns the error (∞ for NaN or a shape that does not fit) and the
+/// entries compared.
+pub fn gemm_sample_error(
+    a: &[f32],
+    b: &[f32],
+    k: usize,
+    n: usize,
+    c: &[f32],
+    seed: u64,
+) -> (f64, usize) {
+    if k == 0 || n == 0 || !a.len().is_multiple_of(k) || b.len() != k * n {
+        return (f64::INFINITY, 0);
+    }
+    let rows = a.len() / k;
+    if rows == 0 || c.len() != rows * n {
+        return (f64::INFINITY, 0);
+    }
+    let mut h = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = |bound: usize| {
+        // xorshift64*
+        h ^= h >> 12;
+        h ^= h << 25;
+        h ^= h >> 27;
+        (h.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as usize % bound
+    };
+    let (mut num, mut den, mut entries) = (0.0f64, 0.0f64, 0usize);
+    let mut add = |got: f32, want: f64| {
+        let g = got as f64;
+        num += (g - want) * (g - want);
+        den += want * want;
+    };
+    let mut sample_rows = vec![0, rows - 1, next(rows)];
+    sample_rows.dedup();
+    let mut acc = vec![0.0f64; n];
+    for &i in &sample_rows {
+        acc.fill(0.0);
+        for (kk, &av) in a[i * k..(i + 1) * k].iter().enumerate() {
+            let av = av as f64;
+            for (o, &bv) in acc.iter_mut().zip(&b[kk * n..(kk + 1) * n]) {
+                *o += av * bv as f64;
+            }
+        }
+        for (j, &want) in acc.iter().enumerate() {
+            add(c[i * n + j], want);
+        }
+        entries += n;
+    }
+    for _ in 0..GEMM_CHECK_ENTRIES {
+        let (i, j) = (next(rows), next(n));
+        let want: f64 = (0..k)
+            .map(|kk| a[i * k + kk] as f64 * b[kk * n + j] as f64)
+            .sum();
+        add(c[i * n + j], want);
+        entries += 1;
+    }
+    let e = num.sqrt() / den.sqrt().max(f64::MIN_POSITIVE);
+    (if e.is_nan() { f64::INFINITY } else { e }, entries)
+}
+
 /// One run: event-timed total and every stage's span.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PipelineRun {
@@ -370,8 +649,10 @@ pub struct Pipeline<'g> {
     streams: Vec<Arc<CudaStream>>,
     buffers: Vec<(DeviceBuffer, DeviceBuffer)>,
     work: ChunkWork,
-    full: PlannedCopy,
-    tail: Option<PlannedCopy>,
+    full: PlannedWork,
+    tail: Option<PlannedWork>,
+    /// Declared after the planned launches that hold its address.
+    weights: Option<ResidentWeights>,
 }
 
 impl<'g> Pipeline<'g> {
@@ -379,14 +660,14 @@ impl<'g> Pipeline<'g> {
     /// and (if any) the partial last chunk. [`Error::Pipeline`] if `plan` was made for another
     /// output length per chunk than `work` gives ([`PipelinePlan::for_work`]).
     pub fn new(gpu: &'g Gpu, plan: PipelinePlan, work: ChunkWork) -> Result<Self> {
-        if plan.shrink != work.shrink() {
+        if plan.out_shape != work.out_shape() {
             return Err(Error::Pipeline {
                 what: format!(
-                    "the plan has one output element per {} input elements, {} has one per {} \
-                     (plan it with PipelinePlan::for_work)",
-                    plan.shrink,
+                    "the plan's output per chunk is {:?}, {}'s is {:?} (plan it with \
+                     PipelinePlan::for_work)",
+                    plan.out_shape,
                     work.name(),
-                    work.shrink()
+                    work.out_shape()
                 ),
             });
         }
@@ -411,7 +692,9 @@ impl<'g> Pipeline<'g> {
             })
             .collect::<Result<Vec<_>>>()?;
         let (c, oc) = (plan.chunk_elems, plan.out_chunk_elems);
-        let planned = |len| PlannedCopy::for_problem(gpu, work.kernel(), work.problem(len), c, oc);
+        // B of an SGEMM: uploaded here, once, before any run is timed.
+        let weights = work.weights(gpu)?;
+        let planned = |len| work.plan(gpu, len, c, oc, weights.as_ref());
         let full = planned(c)?;
         let last = plan.chunk(plan.chunks - 1).len();
         let tail = if last != c {
@@ -427,6 +710,7 @@ impl<'g> Pipeline<'g> {
             work,
             full,
             tail,
+            weights,
         })
     }
 
@@ -435,38 +719,79 @@ impl<'g> Pipeline<'g> {
         &self.plan
     }
 
-    /// Checks `output` against the CPU reference of the work on every chunk of `input`, bit
-    /// for bit ([`Error::Mismatch`] names the first wrong chunk and element).
-    pub fn verify(&self, input: &[f32], output: &[f32]) -> Result<()> {
+    /// Checks `output` against the CPU reference of the work on every chunk of `input`.
+    /// Suite kernels (and 0 compute launches): bit for bit. The SGEMM: every output element
+    /// finite (the caller poisons the output with NaN first), and per chunk the sampled
+    /// entries of [`gemm_sample_error`] within [`GemmProblem::tolerance`] (relative Frobenius
+    /// error against a float64 reference, the measure and bound of the SGEMM validation).
+    /// [`Error::Mismatch`] names the first wrong chunk.
+    pub fn verify(&self, input: &[f32], output: &[f32]) -> Result<Verification> {
+        let mismatch = |detail: String| Error::Mismatch {
+            kernel: format!("{NAME} ({})", self.work.name()),
+            shape: format!(
+                "{} elements, {} streams",
+                self.plan.elems, self.plan.streams
+            ),
+            detail,
+        };
+        let gemm = self.work.gemm_problem(self.plan.chunk_elems);
+        if let (Some(p), Some(w), true) = (gemm, &self.weights, self.plan.compute_reps > 0) {
+            if let Some(i) = output.iter().position(|v| !v.is_finite()) {
+                return Err(mismatch(format!(
+                    "output element {i} is {} (not written?)",
+                    output[i]
+                )));
+            }
+            let mut v = Verification {
+                exact: false,
+                entries: 0,
+                max_rel_error: 0.0,
+                tolerance: p.tolerance(),
+            };
+            for chunk in 0..self.plan.chunks {
+                let (a, c) = (
+                    &input[self.plan.chunk(chunk)],
+                    &output[self.plan.out_chunk(chunk)],
+                );
+                let (err, entries) = gemm_sample_error(a, w.host(), p.k, p.n, c, chunk as u64);
+                if err.is_nan() || err > v.tolerance {
+                    return Err(mismatch(format!(
+                        "chunk {chunk}: relative error {err:.3e} over {entries} sampled entries \
+                         exceeds {:.3e}",
+                        v.tolerance
+                    )));
+                }
+                v.entries += entries;
+                v.max_rel_error = v.max_rel_error.max(err);
+            }
+            return Ok(v);
+        }
         for chunk in 0..self.plan.chunks {
             let r = self.plan.chunk(chunk);
             let o = self.plan.out_chunk(chunk);
-            let want: Vec<f32> = if self.plan.compute_reps == 0 {
-                input[r.start..r.start + o.len()].to_vec()
-            } else {
-                self.work.problem(r.len()).reference(&input[r.clone()])
+            let want: Vec<f32> = match self.work.problem(r.len()) {
+                Some(p) if self.plan.compute_reps > 0 => p.reference(&input[r.clone()]),
+                _ => input[r.start..r.start + o.len()].to_vec(),
             };
             if let Some(i) = want
                 .iter()
                 .zip(&output[o.clone()])
                 .position(|(w, g)| w.to_bits() != g.to_bits())
             {
-                return Err(Error::Mismatch {
-                    kernel: format!("{NAME} ({})", self.work.name()),
-                    shape: format!(
-                        "{} elements, {} streams",
-                        self.plan.elems, self.plan.streams
-                    ),
-                    detail: format!(
-                        "chunk {chunk}: first wrong output element at {} (got {}, expected {})",
-                        o.start + i,
-                        output[o.start + i],
-                        want[i]
-                    ),
-                });
+                return Err(mismatch(format!(
+                    "chunk {chunk}: first wrong output element at {} (got {}, expected {})",
+                    o.start + i,
+                    output[o.start + i],
+                    want[i]
+                )));
             }
         }
-        Ok(())
+        Ok(Verification {
+            exact: true,
+            entries: self.plan.out_elems,
+            max_rel_error: 0.0,
+            tolerance: 0.0,
+        })
     }
 
     /// Runs the batch `input` → `output` (`plan.elems` and `plan.out_elems` long, any
@@ -610,7 +935,8 @@ impl<'g> Pipeline<'g> {
             }
             for _ in 0..self.plan.compute_reps {
                 // SAFETY: the buffers hold a full chunk and its output and belong to this
-                // stream only; the launch is planned for this chunk's length.
+                // stream only; the launch is planned for this chunk's length (B, if any, lives
+                // in `self.weights` and is only read).
                 unsafe { kernel.launch(s, din.ptr(), dout.ptr()) }?;
             }
             rec(&m[2], s)?;
@@ -773,11 +1099,101 @@ mod tests {
             stride: 8,
         };
         for len in [1, 7, 8, 9, 1 << 20, (1 << 20) + 3] {
-            let (src, dst) = work.problem(len).lens();
+            let (src, dst) = work.problem(len).unwrap().lens();
             assert!(src <= len && dst == work.out_len(len), "{len}: {src} {dst}");
         }
         let p = PipelinePlan::for_work(1 << 20, 1 << 17, &cfg(1 << 16, 4), &work, GIB).unwrap();
         assert_eq!((p.chunks, p.out_chunk_elems), (16, 1 << 13));
+    }
+
+    #[test]
+    fn a_gemm_chunk_is_whole_rows_and_its_output_is_rows_times_n() {
+        // K = 4096, N = 1280: 2048-row chunks of 32 MiB give 10 MiB outputs (D2H = 5/16 H2D).
+        let work = ChunkWork::Gemm { k: 4096, n: 1280 };
+        assert_eq!(work.out_shape(), OutShape::rows(4096, 1280));
+        assert_eq!(work.out_len(2048 * 4096), 2048 * 1280);
+        assert!(work.problem(4096).is_none() && work.suite_kernel().is_none());
+        let g = work.gemm_problem(2048 * 4096).unwrap();
+        assert_eq!(
+            (g.m, g.n, g.k, g.lda, g.ldb, g.ldc),
+            (2048, 1280, 4096, 4096, 1280, 1280)
+        );
+        let batch = 32 * 2048 * 4096;
+        let c = cfg(2048 * 4096, 3);
+        let out = PipelinePlan::output_len(batch, c.chunk_elems, work.out_shape());
+        assert_eq!(out, 32 * 2048 * 1280);
+        let p = PipelinePlan::for_work(batch, out, &c, &work, GIB << 4).unwrap();
+        assert_eq!((p.chunks, p.out_chunk_elems), (32, 2048 * 1280));
+        assert_eq!(p.out_chunk(31), 31 * 2048 * 1280..32 * 2048 * 1280);
+        assert_eq!(p.device_bytes, 3 * (2048 * 4096 + 2048 * 1280) * 4);
+        // A short last chunk of whole rows: 10 rows of K = 8 in chunks of 4 rows.
+        let small = ChunkWork::Gemm { k: 8, n: 3 };
+        let p = PipelinePlan::for_work(80, 30, &cfg(32, 3), &small, GIB).unwrap();
+        assert_eq!((p.chunks, p.out_chunk(2)), (3, 24..30));
+        // Not whole rows: the batch or the chunk.
+        for (batch, chunk) in [(81, 32), (80, 30)] {
+            let e = PipelinePlan::for_work(batch, 30, &cfg(chunk, 2), &small, GIB).unwrap_err();
+            assert!(
+                matches!(e, Error::Pipeline { ref what } if what.contains("whole number of rows")),
+                "{e}"
+            );
+        }
+        // N > K with 0 compute launches would read past the input chunk buffer.
+        let wide = ChunkWork::Gemm { k: 4, n: 8 };
+        let zero = PipelineConfig {
+            compute_reps: 0,
+            ..cfg(8, 1)
+        };
+        let e = PipelinePlan::for_work(16, 32, &zero, &wide, GIB).unwrap_err();
+        assert!(matches!(e, Error::Pipeline { .. }), "{e}");
+        assert!(PipelinePlan::for_work(16, 32, &cfg(8, 1), &wide, GIB).is_ok());
+        assert_eq!(OutShape::shrink(0).out_len(5), None);
+        assert!(work.name().starts_with("gemm") && work.is_gemm());
+    }
+
+    /// Naive f32 `a · b` (row-major), as a GPU SGEMM would give within rounding.
+    fn sgemm_f32(a: &[f32], b: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let rows = a.len() / k;
+        let mut c = vec![0.0f32; rows * n];
+        for i in 0..rows {
+            for kk in 0..k {
+                for j in 0..n {
+                    c[i * n + j] = a[i * k + kk].mul_add(b[kk * n + j], c[i * n + j]);
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn gemm_sampling_accepts_f32_rounding_and_catches_one_wrong_entry() {
+        let (rows, k, n) = (37, 300, 20);
+        let mut a = vec![0.0f32; rows * k];
+        let mut b = vec![0.0f32; k * n];
+        crate::orch::overlap::fill_pattern(&mut a, 3);
+        crate::orch::overlap::fill_pattern(&mut b, 4);
+        b.iter_mut().for_each(|v| *v -= 1.5);
+        let c = sgemm_f32(&a, &b, k, n);
+        let tol = GemmProblem::new(rows, n, k).tolerance();
+        let (err, entries) = gemm_sample_error(&a, &b, k, n, &c, 9);
+        assert!(err > 0.0 && err < tol / 10.0, "{err} vs {tol}");
+        assert_eq!(entries, GEMM_CHECK_ROWS * n + GEMM_CHECK_ENTRIES);
+        // One wrong entry in a checked row (the first and last rows are always checked).
+        for at in [3, (rows - 1) * n + 7] {
+            let mut bad = c.clone();
+            bad[at] += 0.5;
+            assert!(gemm_sample_error(&a, &b, k, n, &bad, 9).0 > tol, "{at}");
+        }
+        let mut nan = c.clone();
+        nan[n] = f32::NAN; // row 1: maybe unsampled, but NaN anywhere sampled is infinite
+        let (e, _) = gemm_sample_error(&a, &b, k, n, &nan, 9);
+        assert!(e.is_infinite() || e < tol);
+        // Shapes that do not fit.
+        assert!(gemm_sample_error(&a, &b, k, n, &c[1..], 9).0.is_infinite());
+        assert!(gemm_sample_error(&a[1..], &b, k, n, &c, 9).0.is_infinite());
+        // A one-row chunk: the three rows are one.
+        let (e, m) = gemm_sample_error(&a[..k], &b, k, n, &c[..n], 1);
+        assert!(e < tol && m == n + GEMM_CHECK_ENTRIES, "{e} {m}");
     }
 
     #[test]
