@@ -145,6 +145,13 @@ pub enum Error {
         /// What happened, with addresses.
         what: String,
     },
+    /// A transfer pipeline's configuration cannot work (no streams, more streams than chunks,
+    /// a chunk that does not fit the device).
+    #[error("pipeline: {what}")]
+    Pipeline {
+        /// What was wrong, with the values.
+        what: String,
+    },
     /// Bad command-line or configuration input.
     #[error("{0}")]
     Usage(String),

@@ -8,6 +8,8 @@
 //!   every argument and returns [`Result`].
 //! - [`harness`]: CUDA-event timing with warm-up, medians and L2 rotation or flushing.
 //! - [`bench`]: the sweeps that `cargo bench` and `rustile bench` run.
+//! - [`orch`]: host orchestration — pinned/pageable transfers, the multi-stream overlap
+//!   pipeline, CUDA graphs, a stream-ordered memory pool and timelines.
 //!
 //! The kernels' own constants (block shapes, tile sizes, shared bytes, symbols) come from
 //! [`rustile_kernels`], compiled for the host, so a launch cannot drift from its kernel.
@@ -24,6 +26,7 @@ pub mod gpu;
 pub mod harness;
 pub mod hgemm;
 pub mod hgemm_cli;
+pub mod orch;
 
 pub mod problem;
 pub mod ptx;

@@ -15,6 +15,8 @@
 //! rustile hgemm validate|bench   tensor-core GEMM (f16/bf16): validation cases, or the
 //!                         benchmark against cuBLAS (`rustile hgemm` for the flags)
 //! rustile ptx-report      assemble every PTX flavour with ptxas; registers, smem, spills
+//! rustile transfer | overlap | launch | memory | orchestration
+//!                         host orchestration studies (see `rustile::orch::cli`)
 //! ```
 
 use std::io::IsTerminal;
@@ -48,8 +50,11 @@ fn main() -> ExitCode {
         Some("bench") => bench_cmd(&args[1..]),
         Some("hgemm") => rustile::hgemm_cli::main(&args[1..], seed()),
         Some("ptx-report") => ptx_report(true),
+        Some(cmd @ ("transfer" | "overlap" | "launch" | "memory" | "orchestration")) => {
+            rustile::orch::cli::run(cmd, &args[1..]).unwrap_or_else(|| unreachable_command(cmd))
+        }
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            println!("{USAGE}\n{}", rustile::orch::cli::USAGE);
             Ok(())
         }
         Some(other) => Err(Error::Usage(format!("unknown command `{other}`\n{USAGE}"))),
@@ -61,6 +66,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn unreachable_command(cmd: &str) -> Result<()> {
+    Err(Error::Usage(format!(
+        "`{cmd}` is not an orchestration command"
+    )))
 }
 
 fn seed() -> u64 {
