@@ -300,7 +300,9 @@ impl Problem {
 
     /// Whether TMA can describe A and B (base addresses and pitches 16-byte aligned).
     pub fn tma_ok(&self, addrs: [u64; 2]) -> bool {
-        addrs.iter().all(|a| a % 16 == 0) && (self.lda * 2) % 16 == 0 && (self.ldb * 2) % 16 == 0
+        addrs.iter().all(|a| a.is_multiple_of(16))
+            && (self.lda * 2).is_multiple_of(16)
+            && (self.ldb * 2).is_multiple_of(16)
     }
 
     fn out_bytes(&self) -> usize {

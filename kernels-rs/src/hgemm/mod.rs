@@ -350,7 +350,7 @@ pub struct Epilogue<O: TcOut> {
 /// base aligned to two elements.
 #[inline(always)]
 pub fn pairs_aligned<O: TcOut>(c: *mut O::Store, ldc: u32) -> bool {
-    ldc % 2 == 0 && (c as usize) % (2 * core::mem::size_of::<O::Store>()) == 0
+    ldc.is_multiple_of(2) && (c as usize).is_multiple_of(2 * core::mem::size_of::<O::Store>())
 }
 
 impl<O: TcOut> Epilogue<O> {

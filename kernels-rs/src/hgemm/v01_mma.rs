@@ -29,6 +29,11 @@ pub const SHARED_BYTES: usize = ((BM + BN) * PITCH * 2) as usize;
 
 /// The kernel body. `TRANS_B` = 1: B is row-major K × N; 0: B is Bᵀ, N × K. `_ALIGNED` is
 /// unused (element loads work for any alignment).
+///
+/// # Safety
+/// Launched with `THREADS` threads and `SHARED_BYTES` of shared memory over a grid covering
+/// C in `BN × BM` tiles; `a`, `b`, `c` (and `bias` unless null) hold the spans the pitches
+/// and shape imply (the host checks).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn hgemm_mma<I: TcIn, O: TcOut, const TRANS_B: u32, const _ALIGNED: bool>(

@@ -149,6 +149,12 @@ unsafe fn load_stage<
 /// The kernel body for one tile configuration: `BM_ × BN_ × BK_` per block, `WM × WN` warps
 /// (each `BM_/WM × BN_/WN` of C, at most 64 × 64), an `ST`-stage ring. `TRANS_B` = 1: B is
 /// row-major K × N; 0: B is Bᵀ, N × K row-major.
+///
+/// # Safety
+/// Launched with `32 · WM · WN` threads and [`shared_bytes`] of shared memory over a grid
+/// covering C in `BN_ × BM_` tiles; the buffers hold the spans the shape and pitches imply, and
+/// with `ALIGNED` A and B are 16-byte aligned with pitches that are multiples of 8 (the host
+/// checks).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn mma_pipeline_cfg<
