@@ -336,61 +336,73 @@ impl Out<'_> {
     }
 }
 
-/// Tensor maps for the `wgmma` kernel, in device memory (A at byte 0, B at byte 128).
-fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64) -> Result<CudaSlice<u8>> {
+/// A 2-D tiled TMA tensor map (`cuTensorMapEncodeTiled`) over a row-major matrix of `rows`
+/// rows of `cols` elements of `ty`, pitch `ld` elements, at device address `addr`; the box is
+/// `(cols, rows)` = `bx`, 128-byte swizzle, zero fill out of range. The 128 bytes go to device
+/// memory, where TMA reads them (a by-value kernel parameter cannot carry them from Rust).
+pub fn tensor_map_2d(
+    ty: InType,
+    addr: u64,
+    cols: usize,
+    rows: usize,
+    ld: usize,
+    bx: (u32, u32),
+) -> Result<[u64; 16]> {
     use cudarc::driver::sys::{
         self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
         CUtensorMapL2promotion, CUtensorMapSwizzle,
     };
-    let dtype = match p.ty {
+    let dtype = match ty {
         InType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         InType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
     };
-    let encode = |addr: u64, cols: usize, rows: usize, ld: usize, bx: (u32, u32)| {
-        let mut map = CUtensorMap { opaque: [0; 16] };
-        // K = 0: the kernel loads nothing, but the driver wants non-empty dimensions and a
-        // non-zero pitch.
-        let dims = [cols.max(1) as u64, rows.max(1) as u64];
-        let strides = [(ld * 2).max(16) as u64];
-        let boxes = [bx.0, bx.1];
-        let unit = [1u32, 1];
-        // SAFETY: every pointer argument points to a live local of the documented length
-        // (rank 2: two dims, one stride, two box sizes, two element strides); the driver only
-        // writes `map`.
-        let r = unsafe {
-            sys::cuTensorMapEncodeTiled(
-                &mut map,
-                dtype,
-                2,
-                addr as *mut _,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                unit.as_ptr(),
-                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        };
-        r.result().during(|| {
-            format!(
-                "encoding a tensor map ({cols} × {rows}, pitch {ld}, box {bx:?}) for hgemm {}",
-                p.shape()
-            )
-        })?;
-        Ok::<_, Error>(map.opaque)
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    // K = 0: the kernel loads nothing, but the driver wants non-empty dimensions and a non-zero
+    // pitch.
+    let dims = [cols.max(1) as u64, rows.max(1) as u64];
+    let strides = [(ld * 2).max(16) as u64];
+    let boxes = [bx.0, bx.1];
+    let unit = [1u32, 1];
+    // SAFETY: every pointer argument points to a live local of the documented length (rank 2:
+    // two dims, one stride, two box sizes, two element strides); the driver only writes `map`.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            2,
+            addr as *mut _,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            unit.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
     };
-    let map_a = encode(a, p.k, p.m, p.lda, v03_wgmma_ws::A_BOX)?;
-    let map_b = match p.b {
-        BLayout::Transposed => encode(b, p.k, p.n, p.ldb, v03_wgmma_ws::BT_BOX)?,
-        BLayout::RowMajor => encode(b, p.n, p.k, p.ldb, v03_wgmma_ws::BN_BOX)?,
-    };
-    let mut bytes = Vec::with_capacity(256);
-    for word in map_a.iter().chain(map_b.iter()) {
+    r.result()
+        .during(|| format!("encoding a tensor map ({cols} × {rows}, pitch {ld}, box {bx:?})"))?;
+    Ok(map.opaque)
+}
+
+/// Uploads tensor maps back to back (128 bytes each) into one device buffer.
+pub fn upload_maps(gpu: &Gpu, maps: &[[u64; 16]]) -> Result<CudaSlice<u8>> {
+    let mut bytes = Vec::with_capacity(128 * maps.len());
+    for word in maps.iter().flatten() {
         bytes.extend_from_slice(&word.to_le_bytes());
     }
-    gpu.upload(&bytes, "hgemm tensor maps")
+    gpu.upload(&bytes, "tensor maps")
+}
+
+/// Tensor maps for the `wgmma` kernel, in device memory (A at byte 0, B at byte 128).
+fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64) -> Result<CudaSlice<u8>> {
+    let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::A_BOX)?;
+    let map_b = match p.b {
+        BLayout::Transposed => tensor_map_2d(p.ty, b, p.k, p.n, p.ldb, v03_wgmma_ws::BT_BOX)?,
+        BLayout::RowMajor => tensor_map_2d(p.ty, b, p.n, p.k, p.ldb, v03_wgmma_ws::BN_BOX)?,
+    };
+    upload_maps(gpu, &[map_a, map_b])
 }
 
 /// A problem bound to its buffers and kernel, ready to launch repeatedly (the tensor maps are

@@ -103,9 +103,9 @@ pub fn assemble(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<Vec<Ke
     Ok(parse(&log, arch))
 }
 
-/// Assembles `ptx` for `arch` and disassembles the cubin with `cuobjdump -sass` (found next to
-/// `ptxas`, as in the `nvidia-cuda-nvcc` wheel and CUDA installs). Returns ptxas's log and the
-/// SASS.
+/// Assembles `ptx` for `arch` and disassembles the cubin with `cuobjdump -sass`
+/// (`$RUSTILE_CUOBJDUMP`, else next to `ptxas` as in CUDA installs). Returns ptxas's log and
+/// the SASS.
 pub fn assemble_sass(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<(String, String)> {
     let dir = std::env::temp_dir().join(format!("rustile-sass-{}-{arch}", std::process::id()));
     let io = |source| Error::Io {
@@ -139,7 +139,9 @@ pub fn assemble_sass(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<(
                 .arg(&cubin),
             "ptxas",
         )?;
-        let cuobjdump = ptxas.with_file_name("cuobjdump");
+        let cuobjdump = std::env::var_os("RUSTILE_CUOBJDUMP")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| ptxas.with_file_name("cuobjdump"));
         let dis = run(
             Command::new(&cuobjdump).arg("-sass").arg(&cubin),
             "cuobjdump",

@@ -370,3 +370,17 @@ fn hgemm_bad_input_is_a_typed_error() {
     );
     assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn hopper_primitives_tma_mbarrier_wgmma_are_exact() {
+    let gpu = gpu();
+    let r = rustile::selftest::hopper_selftest(&gpu, fresh_seed());
+    if gpu.flavour() == rustile::ptx::Flavour::Sm90a {
+        let n = r.unwrap();
+        println!("TMA (128B swizzle) → mbarrier → wgmma.m64n128k16: {n} elements exact");
+    } else {
+        // Elsewhere the sm_90a kernel must be refused by name, not launched.
+        assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+    }
+}

@@ -91,6 +91,7 @@ fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
         let mut want = registered.clone();
         if flavour == Flavour::Sm90a {
             want.extend(rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS);
+            want.push(rustile_kernels::selftest::hopper::SYMBOL);
         }
         want.sort_unstable();
         let mut entries = ptx::entries(flavour.text());

@@ -100,3 +100,66 @@ macro_rules! selftest_entries {
 }
 
 selftest_entries!(selftest_tc_f16 => F16, selftest_tc_bf16 => Bf16);
+
+/// The Hopper primitives' self-test (sm_90a only): one warpgroup; thread 0 initializes an
+/// `mbarrier`, announces the bytes and issues two TMA tile loads (A: 64 × 64, Bᵀ: 128 × 64,
+/// f16, 128B swizzle); every thread waits on the barrier's phase 0; the warpgroup runs four
+/// `wgmma.m64n128k16` steps through shared-memory descriptors (K-major A and B) and stores the
+/// 64 × 128 f32 result row-major to `d`. On small-integer inputs the host checks it exactly.
+pub mod hopper {
+    /// Threads: one warpgroup.
+    pub const THREADS: u32 = 128;
+    /// Dynamic shared bytes: A (8 KiB), Bᵀ (16 KiB), the barrier, 1 KiB of alignment slack.
+    pub const SHARED_BYTES: usize = 8192 + 16384 + 8 + 1024;
+    /// The TMA boxes `(k, rows)`: A and Bᵀ.
+    pub const BOXES: [(u32, u32); 2] = [(64, 64), (64, 128)];
+    /// Entry point (sm_90a PTX only).
+    pub const SYMBOL: &str = "selftest_hopper_wgmma_f16";
+
+    /// Entry point: `maps` holds A's tensor map at byte 0 and Bᵀ's at byte 128 (global memory).
+    ///
+    /// # Safety
+    /// One block of `THREADS` threads with `SHARED_BYTES` of shared memory; `d` holds 64 × 128
+    /// floats.
+    #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn selftest_hopper_wgmma_f16(maps: *const u8, d: *mut f32) {
+        use crate::gpu::{self, hopper, wgmma, Elem};
+        let tid = gpu::thread_idx_x();
+        let base = (gpu::dynamic_shared_base() + 1023) & !1023;
+        let (sa, sb, bar) = (base, base + 8192, base + 8192 + 16384);
+        if tid == 0 {
+            hopper::mbarrier_init(bar, 1);
+            hopper::fence_barrier_init();
+        }
+        gpu::sync_threads();
+        if tid == 0 {
+            hopper::mbarrier_arrive_expect_tx(bar, 8192 + 16384);
+            hopper::tma_load_2d(sa, maps, 0, 0, bar);
+            hopper::tma_load_2d(sb, maps.add(128), 0, 0, bar);
+        }
+        hopper::mbarrier_wait(bar, 0);
+        let mut acc = [0f32; 64];
+        hopper::wgmma_fence();
+        let mut kk = 0;
+        while kk < 4 {
+            let da = hopper::matrix_descriptor(sa + 32 * kk, 16, 1024, hopper::Swizzle::B128);
+            let db = hopper::matrix_descriptor(sb + 32 * kk, 16, 1024, hopper::Swizzle::B128);
+            wgmma::wgmma_m64n128k16_f16::<0>(&mut acc, da, db, (kk > 0) as u32);
+            kk += 1;
+        }
+        hopper::wgmma_commit();
+        wgmma::wgmma_wait_64::<0>(&mut acc);
+        let (warp, lane) = (tid / 32, tid % 32);
+        let row = 16 * warp + lane / 4;
+        let col0 = 2 * (lane % 4);
+        crate::unroll!(16, j, {
+            let col = col0 + 8 * j as u32;
+            let at = |r: u32, c: u32| d.add((r * 128 + c) as usize);
+            f32::st_global(at(row, col), acc[4 * j]);
+            f32::st_global(at(row, col + 1), acc[4 * j + 1]);
+            f32::st_global(at(row + 8, col), acc[4 * j + 2]);
+            f32::st_global(at(row + 8, col + 1), acc[4 * j + 3]);
+        });
+    }
+}
