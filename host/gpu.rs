@@ -1,10 +1,11 @@
-//! The device handle: context, stream, loaded PTX module and the device's limits.
+//! The device handle: context, stream, the PTX flavour (each kernel loaded on first use) and the
+//! device's limits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, Error, Result};
@@ -56,7 +57,6 @@ impl DeviceInfo {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
     flavour: Flavour,
     ptx_text: &'static str,
     info: DeviceInfo,
@@ -103,14 +103,10 @@ impl Gpu {
             }
         })?;
         let ptx_text = ptx_override.unwrap_or(flavour.text());
-        let module = ctx
-            .load_module(Ptx::from_src(ptx_text))
-            .during(|| format!("loading the {} PTX module", flavour.name()))?;
         let stream = ctx.default_stream();
         Ok(Self {
             ctx,
             stream,
-            module,
             flavour,
             ptx_text,
             info,
@@ -150,8 +146,18 @@ impl Gpu {
                 flavour: self.flavour.name(),
             });
         }
-        let f = self
-            .module
+        // One module per kernel, loaded on first use: the driver JIT-compiles a module whole,
+        // and the full PTX (every family, every instantiation) took ~25 s to load on the H200.
+        let text =
+            ptx::entry_module(self.ptx_text, symbol).ok_or_else(|| Error::MissingKernel {
+                symbol: symbol.to_string(),
+                flavour: self.flavour.name(),
+            })?;
+        let module = self
+            .ctx
+            .load_module(Ptx::from_src(text))
+            .during(|| format!("loading kernel `{symbol}` ({} PTX)", self.flavour.name()))?;
+        let f = module
             .load_function(symbol)
             .during(|| format!("looking up kernel `{symbol}`"))?;
         cache.insert(symbol.to_string(), f.clone());

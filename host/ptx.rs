@@ -69,3 +69,28 @@ pub fn entries(ptx: &str) -> Vec<&str> {
         .filter_map(|rest| rest.split('(').next())
         .collect()
 }
+
+/// A PTX module holding only `symbol`: the file's prelude (version, target, address size and
+/// the file-scope declarations before the first function) followed by that entry's text, up to
+/// and including its closing brace. `None` if `ptx` has no such entry. rustile's kernels call no
+/// other functions (everything is inlined; panics are `trap`), so each entry stands alone.
+pub fn entry_module(ptx: &str, symbol: &str) -> Option<String> {
+    let head = format!(".visible .entry {symbol}(");
+    let start = ptx.find(&head)?;
+    let prelude_end = [
+        ".visible .entry ",
+        "\t// .globl",
+        ".visible .func",
+        ".func ",
+    ]
+    .iter()
+    .filter_map(|m| ptx.find(m))
+    .min()
+    .unwrap_or(start);
+    let body = &ptx[start..];
+    let end = body.find("\n}\n").map(|i| i + 3).unwrap_or(body.len());
+    let mut out = String::with_capacity(prelude_end + end + 1);
+    out.push_str(&ptx[..prelude_end]);
+    out.push_str(&body[..end]);
+    Some(out)
+}

@@ -226,3 +226,50 @@ fn wgmma_kernels_are_hgmma_in_sass_and_never_serialized() {
         println!("{symbol}: {hgmma} HGMMA");
     }
 }
+
+#[test]
+fn each_entry_loads_as_its_own_module() {
+    // The GPU handle loads one module per kernel on first use (`ptx::entry_module`): each must
+    // hold the prelude and exactly its entry, and together they must cover the whole file.
+    for flavour in Flavour::ALL {
+        let text = flavour.text();
+        let entries = ptx::entries(text);
+        let mut bodies = 0;
+        for e in &entries {
+            let m = ptx::entry_module(text, e).unwrap();
+            assert!(m.starts_with("//") && m.contains("\n.version ") && m.contains("\n.target "));
+            assert!(m.contains(".extern .shared .align 16 .b8 SMEM[];"));
+            assert_eq!(ptx::entries(&m), vec![*e], "{e}");
+            assert!(m.ends_with("\n}\n"), "{e}");
+            bodies += m.len();
+        }
+        let prelude = ptx::entry_module(text, entries[0]).unwrap().len()
+            - text[text
+                .find(&format!(".visible .entry {}(", entries[0]))
+                .unwrap()..]
+                .find("\n}\n")
+                .unwrap()
+            - 3;
+        // Every byte of the file is in the prelude or in exactly one entry (comments between
+        // entries aside).
+        let covered = bodies - prelude * (entries.len() - 1);
+        assert!(covered <= text.len() && covered + 200 * entries.len() >= text.len());
+        assert!(ptx::entry_module(text, "no_such_kernel").is_none());
+    }
+    // And ptxas takes them: one memory kernel, one mma.sync kernel, the wgmma kernel.
+    let Some(ptxas) = ptxas::find() else {
+        assert!(!strict(), "RUSTILE_STRICT=1 but ptxas was not found");
+        println!("SKIPPED: ptxas not found; the assembly half of this check did not run");
+        return;
+    };
+    for (flavour, arch, symbol) in [
+        (Flavour::Sm80, "sm_80", "copy_vec16_f32"),
+        (Flavour::Sm80, "sm_80", "hgemm_mma_pipeline_f16_f16_bn"),
+        (Flavour::Sm90a, "sm_90a", "hgemm_wgmma_ws_bf16_bf16_bt"),
+    ] {
+        let m = ptx::entry_module(flavour.text(), symbol).unwrap();
+        let got = ptxas::assemble(&ptxas, &m, arch).unwrap();
+        assert_eq!(got.len(), 1, "{symbol}");
+        assert_eq!(got[0].kernel, symbol);
+    }
+}
