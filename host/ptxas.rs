@@ -74,9 +74,16 @@ pub fn version(ptxas: &std::path::Path) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A fresh temporary directory per call: tests assemble concurrently in one process.
+fn scratch_dir(what: &str, arch: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("rustile-{what}-{}-{n}-{arch}", std::process::id()))
+}
+
 /// Assembles `ptx` for `arch` and parses the per-kernel resource lines.
 pub fn assemble(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<Vec<KernelResources>> {
-    let dir = std::env::temp_dir().join(format!("rustile-ptxas-{}-{arch}", std::process::id()));
+    let dir = scratch_dir("ptxas", arch);
     let io = |source| Error::Io {
         path: dir.display().to_string(),
         source,
@@ -107,7 +114,7 @@ pub fn assemble(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<Vec<Ke
 /// (`$RUSTILE_CUOBJDUMP`, else next to `ptxas` as in CUDA installs). Returns ptxas's log and
 /// the SASS.
 pub fn assemble_sass(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<(String, String)> {
-    let dir = std::env::temp_dir().join(format!("rustile-sass-{}-{arch}", std::process::id()));
+    let dir = scratch_dir("sass", arch);
     let io = |source| Error::Io {
         path: dir.display().to_string(),
         source,
