@@ -395,6 +395,28 @@ pub fn upload_maps(gpu: &Gpu, maps: &[[u64; 16]]) -> Result<CudaSlice<u8>> {
     gpu.upload(&bytes, "tensor maps")
 }
 
+/// An owned output buffer of either type (what [`Out`] borrows).
+enum OutBuf {
+    Half(CudaSlice<u16>),
+    F32(CudaSlice<f32>),
+}
+
+impl OutBuf {
+    fn alloc(gpu: &Gpu, ty: OutType, len: usize) -> Result<Self> {
+        Ok(match ty {
+            OutType::Same => OutBuf::Half(gpu.alloc(len, "hgemm C")?),
+            OutType::F32 => OutBuf::F32(gpu.alloc(len, "hgemm C")?),
+        })
+    }
+
+    fn out(&mut self) -> Out<'_> {
+        match self {
+            OutBuf::Half(c) => Out::Half(c),
+            OutBuf::F32(c) => Out::F32(c),
+        }
+    }
+}
+
 /// Tensor maps for the `wgmma` kernel, in device memory (A at byte 0, B at byte 128).
 fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64) -> Result<CudaSlice<u8>> {
     let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::A_BOX)?;
@@ -721,6 +743,52 @@ pub struct Inputs {
     pub bias: Option<Vec<f32>>,
 }
 
+impl Inputs {
+    /// Fresh inputs for `p`: A and B in [-1, 1) rounded to the input type, an old C in [-1, 1)
+    /// representable in the output type, and a bias when `with_bias`.
+    pub fn random(p: &Problem, with_bias: bool, seed: u64) -> Self {
+        let [la, lb, lc] = p.lens();
+        let mut rng = SmallRng::seed_from_u64(seed ^ 0x51);
+        let c = (0..lc)
+            .map(|_| {
+                let v: f32 = rng.random_range(-1.0..1.0);
+                match p.out {
+                    OutType::Same => p.ty.widen(p.ty.round(v)),
+                    OutType::F32 => v,
+                }
+            })
+            .collect();
+        Self {
+            a: random_bits(p.ty, la, seed),
+            b: random_bits(p.ty, lb, seed ^ 0x9E37_79B9),
+            c,
+            bias: with_bias.then(|| {
+                let mut rng = SmallRng::seed_from_u64(seed ^ 0xB1A5);
+                (0..p.n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+            }),
+        }
+    }
+
+    /// C before the launch as output-type bits: NaN when β = 0 (so a skipped element cannot
+    /// pass), the old C otherwise.
+    fn c_before_half(&self, p: &Problem) -> Vec<u16> {
+        if p.beta == 0.0 {
+            vec![0x7FFF; self.c.len()]
+        } else {
+            self.c.iter().map(|&v| p.ty.round(v)).collect()
+        }
+    }
+
+    /// As [`Inputs::c_before_half`], for f32 output.
+    fn c_before_f32(&self, p: &Problem) -> Vec<f32> {
+        if p.beta == 0.0 {
+            vec![f32::NAN; self.c.len()]
+        } else {
+            self.c.clone()
+        }
+    }
+}
+
 /// The float64 reference of element `(i, j)` and the sum of the absolute values of its terms
 /// (the scale of its rounding error).
 pub fn reference_at(p: &Problem, x: &Inputs, i: usize, j: usize) -> (f64, f64) {
@@ -832,27 +900,7 @@ pub fn validate(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
-    let [la, lb, lc] = p.lens();
-    let x = Inputs {
-        a: random_bits(p.ty, la, seed),
-        b: random_bits(p.ty, lb, seed ^ 0x9E37_79B9),
-        c: {
-            let mut rng = SmallRng::seed_from_u64(seed ^ 0x51);
-            (0..lc)
-                .map(|_| {
-                    let v: f32 = rng.random_range(-1.0..1.0);
-                    match p.out {
-                        OutType::Same => p.ty.widen(p.ty.round(v)),
-                        OutType::F32 => v,
-                    }
-                })
-                .collect()
-        },
-        bias: with_bias.then(|| {
-            let mut rng = SmallRng::seed_from_u64(seed ^ 0xB1A5);
-            (0..p.n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
-        }),
-    };
+    let x = Inputs::random(p, with_bias, seed);
     let a = gpu.upload(&x.a, "hgemm A")?;
     let b = gpu.upload(&x.b, "hgemm B")?;
     let bias = match &x.bias {
@@ -862,11 +910,7 @@ pub fn validate(
     // β = 0: C starts as NaN, so an element the kernel skips cannot pass.
     let (got, used) = match p.out {
         OutType::Same => {
-            let init: Vec<u16> = if p.beta == 0.0 {
-                vec![0x7FFF; lc]
-            } else {
-                x.c.iter().map(|&v| p.ty.round(v)).collect()
-            };
+            let init = x.c_before_half(p);
             let mut c = gpu.upload(&init, "hgemm C")?;
             let used = run(
                 gpu,
@@ -881,11 +925,7 @@ pub fn validate(
             (bits.iter().map(|&h| p.ty.widen(h)).collect(), used)
         }
         OutType::F32 => {
-            let init: Vec<f32> = if p.beta == 0.0 {
-                vec![f32::NAN; lc]
-            } else {
-                x.c.clone()
-            };
+            let init = x.c_before_f32(p);
             let mut c = gpu.upload(&init, "hgemm C")?;
             let used = run(
                 gpu,
@@ -950,38 +990,20 @@ pub fn bench(
         ins.push((a, b));
     }
     let stream = gpu.stream().clone();
-    let mut outs_h: Vec<CudaSlice<u16>> = Vec::new();
-    let mut outs_f: Vec<CudaSlice<f32>> = Vec::new();
-    for _ in 0..sets {
-        match p.out {
-            OutType::Same => outs_h.push(gpu.alloc::<u16>(lc, "hgemm C")?),
-            OutType::F32 => outs_f.push(gpu.alloc::<f32>(lc, "hgemm C")?),
-        }
-    }
-    let mut preps = Vec::new();
-    for s in 0..sets {
-        let out = match p.out {
-            OutType::Same => Out::Half(&mut outs_h[s]),
-            OutType::F32 => Out::F32(&mut outs_f[s]),
-        };
-        preps.push(prepare(gpu, variant, p, &ins[s].0, &ins[s].1, &out, None)?);
-    }
+    let mut outs = (0..sets)
+        .map(|_| OutBuf::alloc(gpu, p.out, lc))
+        .collect::<Result<Vec<_>>>()?;
+    let preps = (0..sets)
+        .map(|s| prepare(gpu, variant, p, &ins[s].0, &ins[s].1, &outs[s].out(), None))
+        .collect::<Result<Vec<_>>>()?;
     let used = preps[0].variant;
     let ours = harness::time(gpu, timing, |i| {
         let s = i % sets;
-        let mut out = match p.out {
-            OutType::Same => Out::Half(&mut outs_h[s]),
-            OutType::F32 => Out::F32(&mut outs_f[s]),
-        };
-        preps[s].launch(&stream, &ins[s].0, &ins[s].1, &mut out, None)
+        preps[s].launch(&stream, &ins[s].0, &ins[s].1, &mut outs[s].out(), None)
     })?;
     let theirs = harness::time(gpu, timing, |i| {
         let s = i % sets;
-        let mut out = match p.out {
-            OutType::Same => Out::Half(&mut outs_h[s]),
-            OutType::F32 => Out::F32(&mut outs_f[s]),
-        };
-        cublas(blas, &stream, p, &ins[s].0, &ins[s].1, &mut out)
+        cublas(blas, &stream, p, &ins[s].0, &ins[s].1, &mut outs[s].out())
     })?;
     let tf = |st: &Stats| p.flops() / (st.median_ms * 1e-3) / 1e12;
     Ok(BenchRow {
@@ -1042,26 +1064,7 @@ pub fn validate_sim(
         .map(|(_, e)| *e)
         .ok_or_else(|| Error::Usage(format!("no simulator entry `{symbol}`")))?;
     let [la, lb, lc] = p.lens();
-    let x = Inputs {
-        a: random_bits(p.ty, la, seed),
-        b: random_bits(p.ty, lb, seed ^ 0x9E37_79B9),
-        c: {
-            let mut rng = SmallRng::seed_from_u64(seed ^ 0x51);
-            (0..lc)
-                .map(|_| {
-                    let v: f32 = rng.random_range(-1.0..1.0);
-                    match p.out {
-                        OutType::Same => p.ty.widen(p.ty.round(v)),
-                        OutType::F32 => v,
-                    }
-                })
-                .collect()
-        },
-        bias: with_bias.then(|| {
-            let mut rng = SmallRng::seed_from_u64(seed ^ 0xB1A5);
-            (0..p.n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
-        }),
-    };
+    let x = Inputs::random(p, with_bias, seed);
     let a = sim.alloc::<u16>(la.max(1), "A")?;
     sim.write(&a, &x.a)?;
     let b = sim.alloc::<u16>(lb.max(1), "B")?;
@@ -1097,11 +1100,7 @@ pub fn validate_sim(
     let got: Vec<f32> = match p.out {
         OutType::Same => {
             let c = sim.alloc::<u16>(lc, "C")?;
-            let init: Vec<u16> = if p.beta == 0.0 {
-                vec![0x7FFF; lc]
-            } else {
-                x.c.iter().map(|&v| p.ty.round(v)).collect()
-            };
+            let init = x.c_before_half(p);
             sim.write(&c, &init)?;
             let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
             args.extend(scalars);
@@ -1110,11 +1109,7 @@ pub fn validate_sim(
         }
         OutType::F32 => {
             let c = sim.alloc::<f32>(lc, "C")?;
-            let init = if p.beta == 0.0 {
-                vec![f32::NAN; lc]
-            } else {
-                x.c.clone()
-            };
+            let init = x.c_before_f32(p);
             sim.write(&c, &init)?;
             let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
             args.extend(scalars);

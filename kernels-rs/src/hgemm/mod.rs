@@ -182,6 +182,26 @@ unsafe fn host_store2_f32(p: *mut f32, v0: f32, v1: f32) {
     );
 }
 
+/// f32 → 16-bit float bits: the PTX `cvt` on the GPU, the software rounding in the simulator.
+macro_rules! round_to_b16 {
+    ($cvt:literal, $soft:path, $v:expr) => {{
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let h: u16;
+            // SAFETY: pure conversion.
+            unsafe {
+                core::arch::asm!(concat!($cvt, " {h}, {v};"), h = out(reg16) h, v = in(reg32) $v,
+                    options(pure, nomem, nostack, preserves_flags));
+            }
+            h
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            $soft($v)
+        }
+    }};
+}
+
 impl TcOut for OutF16 {
     type Store = u16;
     #[inline(always)]
@@ -191,20 +211,7 @@ impl TcOut for OutF16 {
     }
     #[inline(always)]
     fn pack(v: f32) -> u16 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let h: u16;
-            // SAFETY: pure conversion.
-            unsafe {
-                core::arch::asm!("cvt.rn.f16.f32 {h}, {v};", h = out(reg16) h, v = in(reg32) v,
-                    options(pure, nomem, nostack, preserves_flags));
-            }
-            h
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            soft::f32_to_f16(v)
-        }
+        round_to_b16!("cvt.rn.f16.f32", soft::f32_to_f16, v)
     }
     #[inline(always)]
     fn unpack(s: u16) -> f32 {
@@ -234,20 +241,7 @@ impl TcOut for OutBf16 {
     }
     #[inline(always)]
     fn pack(v: f32) -> u16 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let h: u16;
-            // SAFETY: pure conversion.
-            unsafe {
-                core::arch::asm!("cvt.rn.bf16.f32 {h}, {v};", h = out(reg16) h, v = in(reg32) v,
-                    options(pure, nomem, nostack, preserves_flags));
-            }
-            h
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            soft::f32_to_bf16(v)
-        }
+        round_to_b16!("cvt.rn.bf16.f32", soft::f32_to_bf16, v)
     }
     #[inline(always)]
     fn unpack(s: u16) -> f32 {
