@@ -19,7 +19,9 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfi
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
+use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::hgemm::{v01_mma, v02_mma_pipeline, v03_wgmma_ws};
+use rustile_kernels::registry::SimFn;
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
@@ -91,6 +93,92 @@ impl BLayout {
             BLayout::Transposed => "bt",
         }
     }
+}
+
+/// The launch geometry of an `mma_pipeline` build: the default configuration or a tuning one.
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineGeometry {
+    /// Entry point.
+    pub symbol: &'static str,
+    /// Its simulator entry.
+    pub sim: SimFn,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared bytes.
+    pub shared: usize,
+    /// Block tile `(rows, columns)` of C.
+    pub tile: (u32, u32),
+}
+
+impl PipelineGeometry {
+    /// The grid over C: `(column tiles, row tiles)`.
+    pub fn grid(&self, p: &Problem) -> (u32, u32) {
+        (
+            p.n.div_ceil(self.tile.1 as usize) as u32,
+            p.m.div_ceil(self.tile.0 as usize) as u32,
+        )
+    }
+}
+
+/// The tuning configuration `RUSTILE_HGEMM_PIPELINE` names (unset, empty or `default`: none);
+/// an unknown name is a usage error listing the known ones.
+pub fn pipeline_tuning() -> Result<Option<&'static Tuning>> {
+    match std::env::var("RUSTILE_HGEMM_PIPELINE") {
+        Err(_) => Ok(None),
+        Ok(name) if name.is_empty() || name == "default" => Ok(None),
+        Ok(name) => v02_mma_pipeline::TUNING
+            .iter()
+            .find(|t| t.name == name)
+            .map(Some)
+            .ok_or_else(|| {
+                let known: Vec<&str> = v02_mma_pipeline::TUNING.iter().map(|t| t.name).collect();
+                Error::Usage(format!(
+                    "RUSTILE_HGEMM_PIPELINE={name}: no such mma_pipeline configuration (default, {})",
+                    known.join(", ")
+                ))
+            }),
+    }
+}
+
+/// The `mma_pipeline` entry for `p`: the default configuration's, or `tuning`'s, which exist
+/// for f16 in and out only.
+pub fn pipeline_geometry(p: &Problem, tuning: Option<&Tuning>) -> Result<PipelineGeometry> {
+    let symbol = Variant::MmaPipeline.symbol(p);
+    let (entries, threads, shared, tile) = match tuning {
+        None => (
+            v02_mma_pipeline::ENTRIES,
+            v02_mma_pipeline::THREADS,
+            v02_mma_pipeline::SHARED_BYTES,
+            (v02_mma_pipeline::BM, v02_mma_pipeline::BN),
+        ),
+        Some(t) => (t.entries, t.threads, t.shared, (t.bm, t.bn)),
+    };
+    let want = match tuning {
+        None => symbol,
+        Some(t) => symbol.replacen(
+            "hgemm_mma_pipeline_",
+            &format!("hgemm_mma_pipeline_{}_", t.name),
+            1,
+        ),
+    };
+    let (symbol, sim) = entries
+        .iter()
+        .copied()
+        .find(|(s, _)| *s == want)
+        .ok_or_else(|| Error::Unsupported {
+            kernel: "hgemm/mma_pipeline".into(),
+            what: format!(
+                "configuration `{}` is built for f16 in and out only (no `{want}`)",
+                tuning.map_or("default", |t| t.name)
+            ),
+        })?;
+    Ok(PipelineGeometry {
+        symbol,
+        sim,
+        threads,
+        shared,
+        tile,
+    })
 }
 
 /// A kernel.
@@ -438,10 +526,26 @@ pub struct Prepared {
     group: u32,
 }
 
-/// Checks `p` against the buffers and the device, and prepares `variant` (or the selected one).
+/// Checks `p` against the buffers and the device, and prepares `variant` (or the selected one);
+/// `mma_pipeline` in the configuration `RUSTILE_HGEMM_PIPELINE` names, if any.
 pub fn prepare(
     gpu: &Gpu,
     variant: Option<Variant>,
+    p: &Problem,
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
+    c: &Out<'_>,
+    bias: Option<&CudaSlice<f32>>,
+) -> Result<Prepared> {
+    prepare_tuned(gpu, variant, pipeline_tuning()?, p, a, b, c, bias)
+}
+
+/// [`prepare`] with `mma_pipeline`'s configuration given (`None`: the default one).
+#[allow(clippy::too_many_arguments)]
+pub fn prepare_tuned(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    tuning: Option<&Tuning>,
     p: &Problem,
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
@@ -513,8 +617,7 @@ pub fn prepare(
             ),
         });
     }
-    let symbol = variant.symbol(p);
-    let func = gpu.function(&symbol)?;
+    let mut symbol = variant.symbol(p);
     let (threads, shared, grid) = match variant {
         Variant::WgmmaWs => {
             let tiles =
@@ -530,15 +633,13 @@ pub fn prepare(
                 p.m.div_ceil(v01_mma::BM as usize) as u32,
             ),
         ),
-        Variant::MmaPipeline => (
-            v02_mma_pipeline::THREADS,
-            v02_mma_pipeline::SHARED_BYTES,
-            (
-                p.n.div_ceil(v02_mma_pipeline::BN as usize) as u32,
-                p.m.div_ceil(v02_mma_pipeline::BM as usize) as u32,
-            ),
-        ),
+        Variant::MmaPipeline => {
+            let g = pipeline_geometry(p, tuning)?;
+            symbol = g.symbol.to_owned();
+            (g.threads, g.shared, g.grid(p))
+        }
     };
+    let func = gpu.function(&symbol)?;
     if grid.1 > gpu.info().max_grid.1 {
         return Err(Error::TooLarge {
             kernel,
@@ -959,6 +1060,8 @@ pub struct BenchRow {
     pub problem: Problem,
     /// The kernel.
     pub variant: Variant,
+    /// `mma_pipeline`'s tuning configuration, if not the default.
+    pub tuning: Option<&'static str>,
     /// rustile, event-timed.
     pub ours: Stats,
     /// cuBLAS, same process, same inputs.
@@ -980,6 +1083,18 @@ pub fn bench(
     p: &Problem,
     timing: &TimingConfig,
 ) -> Result<BenchRow> {
+    bench_tuned(gpu, blas, variant, pipeline_tuning()?, p, timing)
+}
+
+/// [`bench`] with `mma_pipeline`'s configuration given (`None`: the default one).
+pub fn bench_tuned(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    variant: Option<Variant>,
+    tuning: Option<&'static Tuning>,
+    p: &Problem,
+    timing: &TimingConfig,
+) -> Result<BenchRow> {
     let [la, lb, lc] = p.lens();
     let set_bytes = ((la + lb) * 2 + lc * p.out_bytes()) as u64;
     let sets = harness::rotation_sets(gpu.info().l2_bytes, set_bytes).min(8);
@@ -994,7 +1109,10 @@ pub fn bench(
         .map(|_| OutBuf::alloc(gpu, p.out, lc))
         .collect::<Result<Vec<_>>>()?;
     let preps = (0..sets)
-        .map(|s| prepare(gpu, variant, p, &ins[s].0, &ins[s].1, &outs[s].out(), None))
+        .map(|s| {
+            let (a, b) = &ins[s];
+            prepare_tuned(gpu, variant, tuning, p, a, b, &outs[s].out(), None)
+        })
         .collect::<Result<Vec<_>>>()?;
     let used = preps[0].variant;
     let ours = harness::time(gpu, timing, |i| {
@@ -1009,6 +1127,9 @@ pub fn bench(
     Ok(BenchRow {
         problem: *p,
         variant: used,
+        tuning: tuning
+            .filter(|_| used == Variant::MmaPipeline)
+            .map(|t| t.name),
         tflops: tf(&ours),
         cublas_tflops: tf(&theirs),
         ratio: theirs.median_ms / ours.median_ms,
@@ -1027,15 +1148,35 @@ pub fn validate_sim(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
-    use rustile_kernels::hgemm::{v01_mma, v02_mma_pipeline};
+    validate_sim_tuned(sim, variant, None, p, with_bias, seed)
+}
+
+/// [`validate_sim`] of a tuning configuration of `mma_pipeline` (`None`: the default one).
+pub fn validate_sim_tuned(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
     p.check()?;
-    let (entries, threads, shared, (bm, bn)) = match variant {
-        Variant::Mma => (
-            v01_mma::ENTRIES,
-            v01_mma::THREADS,
-            v01_mma::SHARED_BYTES,
-            (v01_mma::BM, v01_mma::BN),
-        ),
+    let (symbol, entry, threads, shared, (bm, bn)) = match variant {
+        Variant::Mma => {
+            let symbol = variant.symbol(p);
+            let entry = v01_mma::ENTRIES
+                .iter()
+                .find(|(s, _)| *s == symbol)
+                .map(|(_, e)| *e)
+                .ok_or_else(|| Error::Usage(format!("no simulator entry `{symbol}`")))?;
+            (
+                symbol,
+                entry,
+                v01_mma::THREADS,
+                v01_mma::SHARED_BYTES,
+                (v01_mma::BM, v01_mma::BN),
+            )
+        }
         Variant::MmaPipeline => {
             if !p.tma_ok([0, 0]) {
                 return Err(Error::Unsupported {
@@ -1043,12 +1184,8 @@ pub fn validate_sim(
                     what: "pitches must be multiples of 8 elements".into(),
                 });
             }
-            (
-                v02_mma_pipeline::ENTRIES,
-                v02_mma_pipeline::THREADS,
-                v02_mma_pipeline::SHARED_BYTES,
-                (v02_mma_pipeline::BM, v02_mma_pipeline::BN),
-            )
+            let g = pipeline_geometry(p, tuning)?;
+            (g.symbol.to_owned(), g.sim, g.threads, g.shared, g.tile)
         }
         Variant::WgmmaWs => {
             return Err(Error::Unsupported {
@@ -1057,12 +1194,6 @@ pub fn validate_sim(
             })
         }
     };
-    let symbol = variant.symbol(p);
-    let entry = entries
-        .iter()
-        .find(|(s, _)| *s == symbol)
-        .map(|(_, e)| *e)
-        .ok_or_else(|| Error::Usage(format!("no simulator entry `{symbol}`")))?;
     let [la, lb, lc] = p.lens();
     let x = Inputs::random(p, with_bias, seed);
     let a = sim.alloc::<u16>(la.max(1), "A")?;

@@ -7,12 +7,16 @@ use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::hgemm::{self, BLayout, InType, OutType, Problem, Variant};
 use crate::ptx::Flavour;
+use rustile_kernels::hgemm::v02_mma_pipeline::{self, Tuning};
 
 /// Usage of the subcommand.
 pub const USAGE: &str = "rustile hgemm validate [--quick]
 rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
-                    [--out same|f32] [--reps N] [--warmup N]
-  sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)";
+                    [--out same|f32] [--reps N] [--warmup N] [--pipelines LIST|all]
+  sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)
+  pipelines: mma_pipeline's tile configurations to run (default, and the tuning ones, which
+             are built for f16 in and out only); RUSTILE_HGEMM_PIPELINE=NAME picks one for
+             every command";
 
 /// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
 pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
@@ -65,6 +69,8 @@ pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
                 (8192, 1024, 8192, BLayout::RowMajor),
                 (1000, 1000, 1000, BLayout::Transposed),
                 (2050, 1030, 4104, BLayout::RowMajor),
+                (8192, 8192, 8192, BLayout::Transposed),
+                (16384, 16384, 1024, BLayout::RowMajor),
             ] {
                 v.push((Problem::new(ty, m, n, k).with_b(b), false));
             }
@@ -140,6 +146,30 @@ pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
     Ok(n)
 }
 
+/// `default` and tuning names, or `all`.
+fn parse_pipelines(s: &str) -> Result<Vec<Option<&'static Tuning>>> {
+    let all = v02_mma_pipeline::TUNING;
+    if s == "all" {
+        return Ok(std::iter::once(None).chain(all.iter().map(Some)).collect());
+    }
+    s.split(',')
+        .map(|name| match name {
+            "default" => Ok(None),
+            _ => all
+                .iter()
+                .find(|t| t.name == name)
+                .map(Some)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = all.iter().map(|t| t.name).collect();
+                    Error::Usage(format!(
+                        "unknown mma_pipeline configuration `{name}` (default, {}, all)",
+                        known.join(", ")
+                    ))
+                }),
+        })
+        .collect()
+}
+
 fn parse_sizes(s: &str) -> Result<Vec<(usize, usize, usize)>> {
     s.split(',')
         .map(|t| {
@@ -183,6 +213,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
         reps: 30,
         mode: L2Mode::Rotate,
     };
+    let mut pipelines: Vec<Option<&'static Tuning>> = vec![hgemm::pipeline_tuning()?];
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || {
@@ -231,6 +262,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                     o => return Err(Error::Usage(format!("unknown output `{o}` (same, f32)"))),
                 }
             }
+            "--pipelines" => pipelines = parse_pipelines(&value()?)?,
             "--reps" => {
                 timing.reps = value()?
                     .parse()
@@ -253,10 +285,32 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
     for &ty in &types {
         for &b in &layouts {
             for &(m, n, k) in &sizes {
-                for &v in &variants {
+                for (v, tuning) in variants.iter().flat_map(|&v| {
+                    // Only an explicit mma_pipeline runs in every listed configuration.
+                    let configs = match v {
+                        Some(Variant::MmaPipeline) => pipelines.clone(),
+                        _ => vec![pipelines[0]],
+                    };
+                    configs.into_iter().map(move |t| (v, t))
+                }) {
                     let mut p = Problem::new(ty, m, n, k).with_b(b);
                     p.out = out;
-                    let row = hgemm::bench(gpu, &blas, v, &p, &timing)?;
+                    if v == Some(Variant::MmaPipeline)
+                        && hgemm::pipeline_geometry(&p, tuning).is_err()
+                    {
+                        eprintln!(
+                            "skipped: mma_pipeline/{} has no {} → {:?} build",
+                            tuning.map_or("default", |t| t.name),
+                            ty.name(),
+                            out
+                        );
+                        continue;
+                    }
+                    let row = hgemm::bench_tuned(gpu, &blas, v, tuning, &p, &timing)?;
+                    let kernel = match row.tuning {
+                        Some(t) => format!("{}/{t}", row.variant.name()),
+                        None => row.variant.name().to_owned(),
+                    };
                     println!(
                         "| {} | {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.4} | {:.4} |",
                         ty.name(),
@@ -265,7 +319,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                             BLayout::Transposed => "bt",
                         },
                         p.shape(),
-                        row.variant.name(),
+                        kernel,
                         row.tflops,
                         row.cublas_tflops,
                         row.ratio,

@@ -72,8 +72,12 @@ impl TcInputs {
     }
 }
 
+/// Length of the self-test's output: four routes to the same 16 × 8 product.
+pub const D_LEN: usize = 512;
+
 /// Runs the self-test kernel for `kind` and returns `d`: the product through `Bᵀ` and plain
-/// `ldmatrix` (elements 0..128), then through `B` and `ldmatrix.trans` (128..256).
+/// `ldmatrix.x2` (elements 0..128), through `B` and `ldmatrix.x2.trans` (128..256), through `Bᵀ`
+/// and two `ldmatrix.x1` (256..384), through `B` and two `ldmatrix.x1.trans` (384..512).
 pub fn run(backend: &Backend, kind: MmaKind, inputs: &TcInputs) -> Result<Vec<f32>> {
     let (symbol, _, sim_entry) = SELFTESTS
         .iter()
@@ -84,7 +88,7 @@ pub fn run(backend: &Backend, kind: MmaKind, inputs: &TcInputs) -> Result<Vec<f3
     let bt = backend.upload(&inputs.b_transposed(), "Bᵀ")?;
     let b = backend.upload(&inputs.b, "B")?;
     let c = backend.upload(&inputs.c, "C")?;
-    let d = backend.filled(256, f32::NAN, "D")?;
+    let d = backend.filled(D_LEN, f32::NAN, "D")?;
     match (backend, &a, &bt, &b, &c, &d) {
         (Backend::Gpu(gpu), Buf::Gpu(a), Buf::Gpu(bt), Buf::Gpu(b), Buf::Gpu(c), Buf::Gpu(d)) => {
             let f = gpu.function(symbol)?;
@@ -97,7 +101,7 @@ pub fn run(backend: &Backend, kind: MmaKind, inputs: &TcInputs) -> Result<Vec<f3
                 shared_mem_bytes: SHARED_BYTES as u32,
             };
             // SAFETY: the kernel is `(a, bt, b: *const u16, c: *const f32, d: *mut f32)` with 256,
-            // 128, 128, 128 and 256 elements, which these buffers hold; one warp; the shared bytes
+            // 128, 128, 128 and D_LEN (512) elements, which these buffers hold; one warp; the shared bytes
             // it addresses.
             unsafe { args.launch(cfg) }.during(|| format!("launching {symbol}"))?;
             gpu.download(&d, "D")
@@ -127,7 +131,7 @@ pub fn run(backend: &Backend, kind: MmaKind, inputs: &TcInputs) -> Result<Vec<f3
     }
 }
 
-/// Largest `|got − want| / max(1, |want|)` over both halves of `d`; NaN counts as infinite.
+/// Largest `|got − want| / max(1, |want|)` over every route's 128 elements of `d`; NaN counts as infinite.
 pub fn max_error(d: &[f32], want: &[f64]) -> f64 {
     d.iter()
         .enumerate()

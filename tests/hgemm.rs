@@ -15,7 +15,8 @@ fn seed() -> u64 {
         .unwrap_or(7)
 }
 
-/// Shapes off every tile of both kernels (64×64×32 and 128×128×32), K = 0 and 1, and an
+/// Shapes off every tile of both kernels (64×64×32 and 128×128×32), K = 0 and 1, a K that
+/// wraps the `cp.async` ring, and an
 /// epilogue case with α, β, bias, ReLU and padded pitches.
 fn cases() -> Vec<(Problem, bool)> {
     let mut v = Vec::new();
@@ -27,6 +28,8 @@ fn cases() -> Vec<(Problem, bool)> {
                 (129, 72, 96),
                 (33, 8, 0),
                 (17, 16, 1),
+                // Eight k-tiles: the ring wraps twice.
+                (40, 130, 232),
             ] {
                 for out in [OutType::Same, OutType::F32] {
                     let mut p = Problem::new(ty, m, n, k).with_b(b);
@@ -65,6 +68,56 @@ fn mma_kernels_match_float64_in_the_simulator() {
         }
     }
     println!("hgemm: {n} simulated cases pass against float64 (seed {s})");
+}
+
+#[test]
+fn pipeline_tunings_match_float64_in_the_simulator() {
+    // Each tuning configuration (f16 in and out) at shapes off its tile, with K = 0, 1 and a K
+    // that wraps its ring; and the epilogue.
+    let sim = Simulator::default();
+    let s = seed();
+    let tunings = rustile_kernels::hgemm::v02_mma_pipeline::TUNING;
+    assert!(!tunings.is_empty());
+    let mut n = 0;
+    for t in tunings {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            for (i, (m, nn, k)) in [(1, 8, 8), (260, 72, 232), (33, 136, 0), (17, 16, 1)]
+                .into_iter()
+                .enumerate()
+            {
+                let mut p = Problem::new(InType::F16, m, nn, k).with_b(b);
+                // cp.async needs pitches that are multiples of 8 elements.
+                p.lda = p.lda.next_multiple_of(8);
+                p.ldb = p.ldb.next_multiple_of(8);
+                let r = hgemm::validate_sim_tuned(
+                    &sim,
+                    Variant::MmaPipeline,
+                    Some(t),
+                    &p,
+                    false,
+                    s + i as u64,
+                )
+                .unwrap_or_else(|e| panic!("{} {:?}: {e}", t.name, p));
+                assert_eq!(r.checked, p.m * p.n);
+                n += 1;
+            }
+            let mut p = Problem::new(InType::F16, 67, 144, 56).with_b(b);
+            p.alpha = 2.0;
+            p.beta = -0.5;
+            p.relu = true;
+            p.ldc = 150;
+            hgemm::validate_sim_tuned(&sim, Variant::MmaPipeline, Some(t), &p, true, s)
+                .unwrap_or_else(|e| panic!("{} {:?}: {e}", t.name, p));
+            n += 1;
+        }
+        // Built for f16 → f16 only: anything else is a typed refusal naming the configuration.
+        let p = Problem::new(InType::Bf16, 64, 64, 64);
+        match hgemm::pipeline_geometry(&p, Some(t)) {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains(t.name), "{what}"),
+            other => panic!("{}: bf16 gave {other:?}", t.name),
+        }
+    }
+    println!("hgemm: {n} simulated tuning cases pass against float64 (seed {s})");
 }
 
 #[test]

@@ -453,8 +453,15 @@ fn tensor_core_primitives_compute_a_b_plus_c() {
         let d = selftest::run(&backend, kind, &real).unwrap();
         let e = selftest::max_error(&d, &real.reference(kind));
         assert!(e < 1e-6, "{kind:?}: error {e}");
-        // The plain and transposed paths are two routes to the same product.
-        assert_eq!(d[..128], d[128..], "{kind:?}: ldmatrix vs ldmatrix.trans");
+        // Plain and transposed, x2 and x1: four routes to the same product.
+        assert_eq!(d.len(), selftest::D_LEN);
+        for route in 1..4 {
+            assert_eq!(
+                d[..128],
+                d[128 * route..128 * (route + 1)],
+                "{kind:?}: route {route} differs from ldmatrix.x2"
+            );
+        }
     }
 }
 

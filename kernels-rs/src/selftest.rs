@@ -11,8 +11,9 @@ pub const SHARED_BYTES: usize = 512 + 256 + 256;
 /// Threads: one warp.
 pub const THREADS: u32 = 32;
 
-/// `d[0..128] = A·B + C` through `Bᵀ` and plain `ldmatrix`, `d[128..256] = A·B + C` through `B`
-/// and `ldmatrix.trans`. `a`: 16×16 row-major; `bt`: 8×16 row-major (B column-major); `b`:
+/// `d[0..128] = A·B + C` through `Bᵀ` and plain `ldmatrix.x2`, `d[128..256]` through `B` and
+/// `ldmatrix.x2.trans`, `d[256..384]` through `Bᵀ` and two plain `ldmatrix.x1`, `d[384..512]`
+/// through `B` and two `ldmatrix.x1.trans`: four routes to the same product. `a`: 16×16 row-major; `bt`: 8×16 row-major (B column-major); `b`:
 /// 16×8 row-major; `c`: 16×8 f32 row-major; all 16-byte aligned.
 #[inline(always)]
 unsafe fn tensor_core_selftest(
@@ -47,6 +48,9 @@ unsafe fn tensor_core_selftest(
     let bt_frag = gpu::ldmatrix::<2, false>(sbt + (r * 16 + 8 * (j % 2)) * 2);
     // B row-major, transposed on load: matrix j = B[8j..8j+8][0..8].
     let b_frag = gpu::ldmatrix::<2, true>(sb + ((8 * (j % 2) + r) * 8) * 2);
+    // The same two 8 × 8 matrices one at a time (`.x1` reads the addresses of lanes 0..8).
+    let bt_x1 = [0, 1].map(|h| gpu::ldmatrix::<1, false>(sbt + (r * 16 + 8 * h) * 2)[0]);
+    let b_x1 = [0, 1].map(|h| gpu::ldmatrix::<1, true>(sb + ((8 * h + r) * 8) * 2)[0]);
 
     let (g, t) = (lane / 4, lane % 4);
     let c_at = |row: u32, col: u32| f32::ld_global_nc(c.add((row * 8 + col) as usize));
@@ -58,7 +62,9 @@ unsafe fn tensor_core_selftest(
     ];
     let d1 = gpu::mma_m16n8k16(kind, a_frag, [bt_frag[0], bt_frag[1]], c_frag);
     let d2 = gpu::mma_m16n8k16(kind, a_frag, [b_frag[0], b_frag[1]], c_frag);
-    for (half, dd) in [(0u32, d1), (128, d2)] {
+    let d3 = gpu::mma_m16n8k16(kind, a_frag, bt_x1, c_frag);
+    let d4 = gpu::mma_m16n8k16(kind, a_frag, b_x1, c_frag);
+    for (half, dd) in [(0u32, d1), (128, d2), (256, d3), (384, d4)] {
         let at = |row: u32, col: u32| d.add((half + row * 8 + col) as usize);
         f32::st_global(at(g, 2 * t), dd[0]);
         f32::st_global(at(g, 2 * t + 1), dd[1]);

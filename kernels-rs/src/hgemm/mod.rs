@@ -42,6 +42,7 @@ macro_rules! unroll {
 pub fn mma_symbols() -> impl Iterator<Item = &'static str> {
     [v01_mma::ENTRIES, v02_mma_pipeline::ENTRIES]
         .into_iter()
+        .chain(v02_mma_pipeline::TUNING.iter().map(|t| t.entries))
         .flat_map(|e| e.iter().map(|(s, _)| *s))
 }
 

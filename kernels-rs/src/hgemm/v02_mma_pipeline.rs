@@ -1,16 +1,21 @@
 //! `mma.sync.m16n8k16` + `ldmatrix` + a `STAGES`-deep `cp.async` ring: the sm_80 path.
 //!
-//! - **Tile** 128 × 128 × 64 per block of four warps; each warp owns 64 × 64 of C (4 × 8
+//! - **Tile** 128 × 128 × 32 per block of four warps; each warp owns 64 × 64 of C (4 × 8
 //!   `m16n8` tiles, 128 f32 accumulators per lane) and per k16 step loads its fragments with
 //!   four `ldmatrix.x4` for A and four for B (`.trans` when B is row-major), then issues 32
 //!   `mma`s.
-//! - **Shared**: per stage A 128 × 64 and B 64 × 128 (or Bᵀ 128 × 64), 16 KiB each, unpadded
-//!   and XOR-swizzled in 16-byte chunks (`chunk ^ (row % 8)`) so that the eight row addresses
-//!   of every `ldmatrix` phase fall in distinct bank groups. Three stages: 96 KiB, two blocks
-//!   per SM (228 registers per thread allow two as well).
+//! - **Fragments one step ahead**: the `ldmatrix`es of step s + 1 are issued before the `mma`s
+//!   of step s, across stage boundaries too (the wait and the barrier for the next stage come
+//!   before the last step of the current one), so no `ldmatrix` latency sits between a barrier
+//!   and the tensor pipe.
+//! - **Shared**: per stage A 128 × 32 and B 32 × 128 (or Bᵀ 128 × 32), 8 KiB each, unpadded
+//!   and XOR-swizzled in 16-byte chunks so that the eight row addresses of every `ldmatrix`
+//!   phase fall in distinct bank groups. Four stages: 64 KiB; two blocks per SM (the register
+//!   count, under 256, allows two as well).
 //! - **Loads**: every 16-byte chunk that lies inside the matrix goes global → shared with
 //!   `cp.async`; chunks that cross an edge are assembled from element loads with zeros
-//!   outside. So any M, N, K works, and the tails cost only at the edges. The entry points are
+//!   outside. So any M, N, K works, and the tails cost only at the edges: a stage wholly
+//!   inside the matrices takes one branch-free run of `cp.async`s. The entry points are
 //!   instantiated with `ALIGNED` only (16-byte-aligned bases, pitches multiples of 8: the host
 //!   checks); other pitches go to [`super::v01_mma`], which keeps the binary's PTX smaller.
 //! - **Bound**: `mma.sync` issues from the SM's warp schedulers, which on Hopper reach well
@@ -21,6 +26,7 @@
 
 use super::{Epilogue, TcIn, TcOut};
 use crate::gpu::{self, Elem, Vec16};
+use crate::registry::SimFn;
 
 /// Rows of A per block.
 pub const BM: u32 = 128;
@@ -121,6 +127,34 @@ unsafe fn load_stage<
     let nc = BN_ / 8;
     let threads = 32 * WM * WN;
     let t = gpu::thread_idx_x();
+    // A tile wholly inside the matrices (all but the edge tiles) takes one branch-free run of
+    // `cp.async`s, which ptxas can schedule as one block.
+    if ALIGNED && m0 + BM_ <= m && n0 + BN_ <= n && k0 + BK_ <= k {
+        crate::unroll!(16, i, {
+            if (i as u32) < BM_ * kc / threads {
+                let id = t + threads * i as u32;
+                let (row, ch) = (id / kc, id % kc);
+                let src = a.add((m0 + row) as usize * lda as usize + (k0 + 8 * ch) as usize);
+                gpu::cp_async_16(sa + off(kc, row, ch), src as *const Vec16);
+            }
+        });
+        crate::unroll!(16, i, {
+            if (i as u32) < BN_ * kc / threads {
+                let id = t + threads * i as u32;
+                let (dst, src) = if TRANS_B == 1 {
+                    let (row, ch) = (id / nc, id % nc);
+                    let src = (k0 + row) as usize * ldb as usize + (n0 + 8 * ch) as usize;
+                    (sb + off(nc, row, ch), src)
+                } else {
+                    let (row, ch) = (id / kc, id % kc);
+                    let src = (n0 + row) as usize * ldb as usize + (k0 + 8 * ch) as usize;
+                    (sb + off(kc, row, ch), src)
+                };
+                gpu::cp_async_16(dst, b.add(src) as *const Vec16);
+            }
+        });
+        return;
+    }
     // A: BM rows × kc chunks; every configuration divides evenly by the thread count, and the
     // fixed trip counts let the loops unroll (a thread-dependent bound would not).
     crate::unroll!(16, i, {
@@ -219,9 +253,38 @@ pub unsafe fn mma_pipeline_cfg<
         s += 1;
     }
     let (q, r) = (lane / 8, lane % 8);
-    let mut kt = 0;
-    while kt < k_tiles {
-        if ST == 4 {
+    // The fragments of k16 step `ks` of the stage in slot `slot`: A's four m16 tiles, B's eight
+    // n8 tiles.
+    let fragments = |slot: u32, ks: u32| {
+        let (sa, sb) = (stage_a(slot), stage_b(slot));
+        let mut af = [[0u32; 4]; 4];
+        crate::unroll!(4, i, {
+            if (i as u32) < mi {
+                let row = wm * wtm + 16 * i as u32 + lane % 16;
+                af[i] = gpu::ldmatrix::<4, false>(sa + off(BK_ / 8, row, 2 * ks + lane / 16));
+            }
+        });
+        let mut bf = [[0u32; 2]; 8];
+        crate::unroll!(4, jp, {
+            if (2 * jp as u32) < nj {
+                let x = if TRANS_B == 1 {
+                    let row = 16 * ks + 8 * (q % 2) + r;
+                    let ch = wn * (wtn / 8) + 2 * jp as u32 + q / 2;
+                    gpu::ldmatrix::<4, true>(sb + off(BN_ / 8, row, ch))
+                } else {
+                    let row = wn * wtn + 16 * jp as u32 + 8 * (q / 2) + r;
+                    gpu::ldmatrix::<4, false>(sb + off(BK_ / 8, row, 2 * ks + q % 2))
+                };
+                bf[2 * jp] = [x[0], x[1]];
+                bf[2 * jp + 1] = [x[2], x[3]];
+            }
+        });
+        (af, bf)
+    };
+    // Stage `kt` has landed once at most `ST - 2` groups are pending: one group per stage is
+    // committed, empty ones included.
+    let wait_stage = || {
+        if ST >= 4 {
             gpu::cp_async_wait::<2>();
         } else if ST == 3 {
             gpu::cp_async_wait::<1>();
@@ -229,6 +292,16 @@ pub unsafe fn mma_pipeline_cfg<
             gpu::cp_async_wait::<0>();
         }
         gpu::sync_threads();
+    };
+    // Fragments one k16 step ahead of the `mma`s, across stage boundaries too: the wait and
+    // the barrier for stage kt + 1 come before the last step of stage kt, whose fragments are
+    // already in registers, so the `ldmatrix` latency after each barrier hides behind that
+    // step's `mma`s. The barrier also frees slot kt % ST (its last `ldmatrix` is behind it),
+    // which the next iteration refills first.
+    wait_stage();
+    let mut cur = fragments(0, 0);
+    let mut kt = 0;
+    while kt < k_tiles {
         let next = kt + ST - 1;
         if next < k_tiles {
             let ns = next % ST;
@@ -243,34 +316,18 @@ pub unsafe fn mma_pipeline_cfg<
             );
         }
         gpu::cp_async_commit();
-
-        let (sa, sb) = (stage_a(kt % ST), stage_b(kt % ST));
+        let slot = kt % ST;
         crate::unroll!(4, ksi, {
-            if (ksi as u32) < BK_ / 16 {
-                let ks = ksi as u32;
-                let mut af = [[0u32; 4]; 4];
-                crate::unroll!(4, i, {
-                    if (i as u32) < mi {
-                        let row = wm * wtm + 16 * i as u32 + lane % 16;
-                        af[i] =
-                            gpu::ldmatrix::<4, false>(sa + off(BK_ / 8, row, 2 * ks + lane / 16));
-                    }
-                });
-                let mut bf = [[0u32; 2]; 8];
-                crate::unroll!(4, jp, {
-                    if (2 * jp as u32) < nj {
-                        let x = if TRANS_B == 1 {
-                            let row = 16 * ks + 8 * (q % 2) + r;
-                            let ch = wn * (wtn / 8) + 2 * jp as u32 + q / 2;
-                            gpu::ldmatrix::<4, true>(sb + off(BN_ / 8, row, ch))
-                        } else {
-                            let row = wn * wtn + 16 * jp as u32 + 8 * (q / 2) + r;
-                            gpu::ldmatrix::<4, false>(sb + off(BK_ / 8, row, 2 * ks + q % 2))
-                        };
-                        bf[2 * jp] = [x[0], x[1]];
-                        bf[2 * jp + 1] = [x[2], x[3]];
-                    }
-                });
+            let ks = ksi as u32;
+            if ks < BK_ / 16 {
+                let ahead = if ks + 1 < BK_ / 16 {
+                    fragments(slot, ks + 1)
+                } else {
+                    // After the last stage this reads a slot no copy is writing: unused.
+                    wait_stage();
+                    fragments((kt + 1) % ST, 0)
+                };
+                let (af, bf) = cur;
                 crate::unroll!(4, i, {
                     crate::unroll!(8, j, {
                         if (i as u32) < mi && (j as u32) < nj {
@@ -288,6 +345,7 @@ pub unsafe fn mma_pipeline_cfg<
                         }
                     });
                 });
+                cur = ahead;
             }
         });
         kt += 1;
@@ -360,4 +418,55 @@ crate::hgemm_mma_entries! {
     hgemm_mma_pipeline_f16_f32_bt => F16, OutF32, 0, true;
     hgemm_mma_pipeline_bf16_bf16_bt => Bf16, OutBf16, 0, true;
     hgemm_mma_pipeline_bf16_f32_bt => Bf16, OutF32, 0, true;
+}
+
+/// A tuning configuration of [`mma_pipeline_cfg`], instantiated for f16 in and out only (both B
+/// layouts): the host runs it in place of the default when `RUSTILE_HGEMM_PIPELINE` names it,
+/// so one GPU session can compare several against cuBLAS without rebuilding.
+pub struct Tuning {
+    /// Name (`RUSTILE_HGEMM_PIPELINE=name`), also the symbols' infix.
+    pub name: &'static str,
+    /// Rows of A per block.
+    pub bm: u32,
+    /// Columns of B per block.
+    pub bn: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared bytes.
+    pub shared: usize,
+    /// `(symbol, simulator entry)` of its two instantiations.
+    pub entries: &'static [(&'static str, SimFn)],
+}
+
+macro_rules! tunings {
+    ($($name:ident: $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal
+        => $bn_sym:ident, $bt_sym:ident;)+) => {
+        $(
+            /// A tuning configuration's entries.
+            pub mod $name {
+                use super::*;
+                config!(body => $bm, $bn, $bk, $wm, $wn, $st);
+                crate::hgemm_mma_entries! {
+                    body;
+                    $bn_sym => F16, OutF16, 1, true;
+                    $bt_sym => F16, OutF16, 0, true;
+                }
+            }
+        )+
+        /// Every tuning configuration.
+        pub const TUNING: &[Tuning] = &[$(Tuning {
+            name: stringify!($name),
+            bm: $bm,
+            bn: $bn,
+            threads: 32 * $wm * $wn,
+            shared: shared_bytes($bm, $bn, $bk, $st),
+            entries: $name::ENTRIES,
+        }),+];
+    };
+}
+
+tunings! {
+    s3: 128, 128, 32, 2, 2, 3 => hgemm_mma_pipeline_s3_f16_f16_bn, hgemm_mma_pipeline_s3_f16_f16_bt;
+    s5: 128, 128, 32, 2, 2, 5 => hgemm_mma_pipeline_s5_f16_f16_bn, hgemm_mma_pipeline_s5_f16_f16_bt;
+    m256: 256, 128, 32, 4, 2, 3 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
 }
