@@ -87,7 +87,8 @@ pub enum BLayout {
 }
 
 impl BLayout {
-    fn tag(self) -> &'static str {
+    /// `bn` (row-major) or `bt` (transposed), as in symbols and reports.
+    pub fn tag(self) -> &'static str {
         match self {
             BLayout::RowMajor => "bn",
             BLayout::Transposed => "bt",
@@ -1149,6 +1150,21 @@ pub fn validate_sim(
     seed: u64,
 ) -> Result<Checked> {
     validate_sim_tuned(sim, variant, None, p, with_bias, seed)
+}
+
+/// Runs an `mma.sync` variant once in the simulator, validated against float64 like
+/// [`validate_sim`], and returns what its memory accesses would cost: global sectors per
+/// request and shared-memory wavefronts (bank conflicts) per instruction, by source line.
+pub fn analyze_sim(
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    p: &Problem,
+    seed: u64,
+) -> Result<crate::sim::Analysis> {
+    let sim = crate::sim::Simulator::default();
+    sim.start_analysis();
+    validate_sim_tuned(&sim, variant, tuning, p, false, seed)?;
+    Ok(sim.take_analysis().unwrap_or_default())
 }
 
 /// [`validate_sim`] of a tuning configuration of `mma_pipeline` (`None`: the default one).

@@ -11,6 +11,8 @@ use rustile_kernels::hgemm::v02_mma_pipeline::{self, Tuning};
 
 /// Usage of the subcommand.
 pub const USAGE: &str = "rustile hgemm validate [--quick]
+rustile hgemm analyze [MxNxK] [--variant mma|mma_pipeline] [--type f16|bf16] [--b bn|bt]
+                      [--pipeline NAME]   (simulator, no GPU: sectors and bank conflicts)
 rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
                     [--out same|f32] [--reps N] [--warmup N] [--pipelines LIST|all]
   sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)
@@ -146,6 +148,71 @@ pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
     Ok(n)
 }
 
+/// `rustile hgemm analyze`: one simulated, validated run with the memory-access analysis.
+fn analyze(args: &[String], seed: u64) -> Result<()> {
+    let mut shape = (256, 256, 256);
+    let mut variant = Variant::MmaPipeline;
+    let mut ty = InType::F16;
+    let mut b = BLayout::RowMajor;
+    let mut tuning = None;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "--variant" => variant = Variant::parse(&value()?)?,
+            "--type" => ty = parse_types(&value()?)?[0],
+            "--b" => b = parse_layouts(&value()?)?[0],
+            "--pipeline" => tuning = parse_pipelines(&value()?)?[0],
+            s if !s.starts_with("--") => {
+                shape = *parse_sizes(s)?
+                    .first()
+                    .ok_or_else(|| Error::Usage("no shape".into()))?
+            }
+            other => return Err(Error::Usage(format!("unknown flag `{other}`\n{USAGE}"))),
+        }
+    }
+    let p = Problem::new(ty, shape.0, shape.1, shape.2).with_b(b);
+    let analysis = hgemm::analyze_sim(variant, tuning, &p, seed)?;
+    println!(
+        "hgemm/{}{} {} {} B {} in the simulator (validated against float64):\n",
+        variant.name(),
+        tuning.map(|t| format!("/{}", t.name)).unwrap_or_default(),
+        ty.name(),
+        p.shape(),
+        b.tag()
+    );
+    println!("{}", analysis.markdown());
+    println!(
+        "global efficiency = distinct bytes / (32 · sectors touched); shared: wavefronts per \
+         instruction and conflict degree (1 = no bank conflict)"
+    );
+    Ok(())
+}
+
+fn parse_types(s: &str) -> Result<Vec<InType>> {
+    s.split(',')
+        .map(|t| match t {
+            "f16" => Ok(InType::F16),
+            "bf16" => Ok(InType::Bf16),
+            _ => Err(Error::Usage(format!("unknown type `{t}`"))),
+        })
+        .collect()
+}
+
+fn parse_layouts(s: &str) -> Result<Vec<BLayout>> {
+    s.split(',')
+        .map(|t| match t {
+            "bn" => Ok(BLayout::RowMajor),
+            "bt" => Ok(BLayout::Transposed),
+            _ => Err(Error::Usage(format!("unknown B layout `{t}` (bn, bt)"))),
+        })
+        .collect()
+}
+
 /// `default` and tuning names, or `all`.
 fn parse_pipelines(s: &str) -> Result<Vec<Option<&'static Tuning>>> {
     let all = v02_mma_pipeline::TUNING;
@@ -189,6 +256,9 @@ fn parse_sizes(s: &str) -> Result<Vec<(usize, usize, usize)>> {
 
 /// The subcommand.
 pub fn main(args: &[String], seed: u64) -> Result<()> {
+    if args.first().map(String::as_str) == Some("analyze") {
+        return analyze(&args[1..], seed);
+    }
     let gpu = Gpu::new(0)?;
     match args.first().map(String::as_str) {
         Some("validate") => {
@@ -235,26 +305,8 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                     })
                     .collect::<Result<_>>()?
             }
-            "--types" => {
-                types = value()?
-                    .split(',')
-                    .map(|t| match t {
-                        "f16" => Ok(InType::F16),
-                        "bf16" => Ok(InType::Bf16),
-                        _ => Err(Error::Usage(format!("unknown type `{t}`"))),
-                    })
-                    .collect::<Result<_>>()?
-            }
-            "--b" => {
-                layouts = value()?
-                    .split(',')
-                    .map(|t| match t {
-                        "bn" => Ok(BLayout::RowMajor),
-                        "bt" => Ok(BLayout::Transposed),
-                        _ => Err(Error::Usage(format!("unknown B layout `{t}` (bn, bt)"))),
-                    })
-                    .collect::<Result<_>>()?
-            }
+            "--types" => types = parse_types(&value()?)?,
+            "--b" => layouts = parse_layouts(&value()?)?,
             "--out" => {
                 out = match value()?.as_str() {
                     "same" => OutType::Same,

@@ -121,6 +121,30 @@ fn pipeline_tunings_match_float64_in_the_simulator() {
 }
 
 #[test]
+fn pipeline_shared_accesses_are_conflict_free_and_loads_coalesced() {
+    // The swizzle's promise, for both B layouts and f16/bf16: every `cp.async` store and every
+    // `ldmatrix` phase is one wavefront per 128 bytes (no bank conflict), and every global load
+    // uses all the bytes of the sectors it touches.
+    for ty in [InType::F16, InType::Bf16] {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            let p = Problem::new(ty, 256, 256, 256).with_b(b);
+            let a = hgemm::analyze_sim(Variant::MmaPipeline, None, &p, seed()).unwrap();
+            let sites = a.sites();
+            assert!(sites
+                .iter()
+                .any(|s| s.space == "shared" && s.kind == "load"));
+            for s in sites {
+                if s.space == "shared" {
+                    assert_eq!(s.worst_degree, 1, "{ty:?} {b:?}: {s:?}");
+                } else if s.kind == "load" {
+                    assert_eq!(s.efficiency(), 1.0, "{ty:?} {b:?}: {s:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn unaligned_pitches_go_to_the_element_load_kernel() {
     let sim = Simulator::default();
     // lda = 37: no 16-byte rows. The pipelined kernel refuses; the basic one is right.
