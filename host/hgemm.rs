@@ -437,19 +437,63 @@ pub fn tensor_map_2d(
     ld: usize,
     bx: (u32, u32),
 ) -> Result<[u64; 16]> {
+    let elem = match ty {
+        InType::F16 => TmaElem::F16,
+        InType::Bf16 => TmaElem::Bf16,
+    };
+    tensor_map_2d_of(elem, true, addr, cols, rows, ld, bx)
+}
+
+/// Element types of [`tensor_map_2d_of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TmaElem {
+    /// f16.
+    F16,
+    /// bf16.
+    Bf16,
+    /// f32.
+    F32,
+}
+
+impl TmaElem {
+    fn bytes(self) -> usize {
+        match self {
+            TmaElem::F16 | TmaElem::Bf16 => 2,
+            TmaElem::F32 => 4,
+        }
+    }
+}
+
+/// [`tensor_map_2d`] for any [`TmaElem`], with 128-byte swizzle (`swizzle128`) or none (for
+/// plain row-major staging tiles, e.g. a TMA store's source).
+pub fn tensor_map_2d_of(
+    elem: TmaElem,
+    swizzle128: bool,
+    addr: u64,
+    cols: usize,
+    rows: usize,
+    ld: usize,
+    bx: (u32, u32),
+) -> Result<[u64; 16]> {
     use cudarc::driver::sys::{
         self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
         CUtensorMapL2promotion, CUtensorMapSwizzle,
     };
-    let dtype = match ty {
-        InType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        InType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    let dtype = match elem {
+        TmaElem::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        TmaElem::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        TmaElem::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
+    let swizzle = if swizzle128 {
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+    } else {
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
     };
     let mut map = CUtensorMap { opaque: [0; 16] };
     // K = 0: the kernel loads nothing, but the driver wants non-empty dimensions and a non-zero
     // pitch.
     let dims = [cols.max(1) as u64, rows.max(1) as u64];
-    let strides = [(ld * 2).max(16) as u64];
+    let strides = [(ld * elem.bytes()).max(16) as u64];
     let boxes = [bx.0, bx.1];
     let unit = [1u32, 1];
     // SAFETY: every pointer argument points to a live local of the documented length (rank 2:
@@ -465,7 +509,7 @@ pub fn tensor_map_2d(
             boxes.as_ptr(),
             unit.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )

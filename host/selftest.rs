@@ -150,10 +150,11 @@ pub fn max_error(d: &[f32], want: &[f64]) -> f64 {
 /// The Hopper primitives' self-test on the GPU (`kernels-rs/src/selftest.rs`, `hopper`):
 /// mbarrier init / expect-tx / parity wait, two TMA tile loads with 128B swizzle from tensor
 /// maps in device memory, four `wgmma.m64n128k16` steps through matrix descriptors, commit and
-/// wait. Small-integer inputs, so the 64 × 128 result must equal the float64 reference exactly.
-/// Returns the number of elements compared.
+/// wait; then the result stored twice, from registers and through two TMA stores of a shared
+/// staging tile. Small-integer inputs, so both 64 × 128 results must equal the float64
+/// reference exactly. Returns the number of elements compared.
 pub fn hopper_selftest(gpu: &crate::Gpu, seed: u64) -> Result<usize> {
-    use crate::hgemm::{tensor_map_2d, upload_maps, InType};
+    use crate::hgemm::{tensor_map_2d, tensor_map_2d_of, upload_maps, InType, TmaElem};
     use cudarc::driver::DevicePtr;
     use rustile_kernels::selftest::hopper;
     if gpu.flavour() != crate::ptx::Flavour::Sm90a {
@@ -169,16 +170,27 @@ pub fn hopper_selftest(gpu: &crate::Gpu, seed: u64) -> Result<usize> {
     let da = gpu.upload(&a, "A")?;
     let dbt = gpu.upload(&bt, "Bt")?;
     let stream = gpu.stream();
-    let [box_a, box_b] = hopper::BOXES;
+    let [box_a, box_b, box_d] = hopper::BOXES;
+    let mut d = gpu.alloc::<f32>(64 * 128, "D")?;
+    gpu.fill(&mut d, f32::NAN, "D")?;
+    let mut d_tma = gpu.alloc::<f32>(64 * 128, "D (TMA)")?;
+    gpu.fill(&mut d_tma, f32::NAN, "D (TMA)")?;
     let maps = upload_maps(
         gpu,
         &[
             tensor_map_2d(InType::F16, da.device_ptr(stream).0, 64, 64, 64, box_a)?,
             tensor_map_2d(InType::F16, dbt.device_ptr(stream).0, 64, 128, 64, box_b)?,
+            tensor_map_2d_of(
+                TmaElem::F32,
+                false,
+                d_tma.device_ptr(stream).0,
+                128,
+                64,
+                128,
+                box_d,
+            )?,
         ],
     )?;
-    let mut d = gpu.alloc::<f32>(64 * 128, "D")?;
-    gpu.fill(&mut d, f32::NAN, "D")?;
     let f = gpu.function(hopper::SYMBOL)?;
     {
         use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
@@ -191,24 +203,29 @@ pub fn hopper_selftest(gpu: &crate::Gpu, seed: u64) -> Result<usize> {
         shared_mem_bytes: hopper::SHARED_BYTES as u32,
     };
     let mut args = stream.launch_builder(&f);
-    args.arg(&maps).arg(&mut d);
-    // SAFETY: the kernel takes (maps, d): two tensor maps for the 64×64 and 128×64 inputs in
-    // `maps`, and 64·128 floats in `d`; one block of THREADS threads with SHARED_BYTES.
+    args.arg(&maps).arg(&mut d).arg(&mut d_tma);
+    // SAFETY: the kernel takes (maps, d, d_tma): tensor maps for the 64×64 and 128×64 inputs
+    // and for `d_tma` in `maps`, and 64·128 floats in `d` and in `d_tma` (which it writes only
+    // through its map); one block of THREADS threads with SHARED_BYTES.
     unsafe { args.launch(cfg) }.during(|| format!("launching {}", hopper::SYMBOL))?;
-    let got = gpu.download(&d, "D")?;
     let w = |bits: u16| half::f16::from_bits(bits).to_f64();
-    for i in 0..64 {
-        for j in 0..128 {
-            let want: f64 = (0..64).map(|k| w(a[i * 64 + k]) * w(bt[j * 64 + k])).sum();
-            let g = got[i * 128 + j] as f64;
-            if g != want {
-                return Err(Error::Mismatch {
-                    kernel: hopper::SYMBOL.into(),
-                    shape: "64x128x64".into(),
-                    detail: format!("D[{i}][{j}] = {g}, exact {want}"),
-                });
+    let mut n = 0;
+    for (name, buf) in [("D", &d), ("D through TMA stores", &d_tma)] {
+        let got = gpu.download(buf, name)?;
+        for i in 0..64 {
+            for j in 0..128 {
+                let want: f64 = (0..64).map(|k| w(a[i * 64 + k]) * w(bt[j * 64 + k])).sum();
+                let g = got[i * 128 + j] as f64;
+                if g != want {
+                    return Err(Error::Mismatch {
+                        kernel: hopper::SYMBOL.into(),
+                        shape: "64x128x64".into(),
+                        detail: format!("{name}[{i}][{j}] = {g}, exact {want}"),
+                    });
+                }
+                n += 1;
             }
         }
     }
-    Ok(64 * 128)
+    Ok(n)
 }

@@ -378,7 +378,10 @@ fn hopper_primitives_tma_mbarrier_wgmma_are_exact() {
     let r = rustile::selftest::hopper_selftest(&gpu, fresh_seed());
     if gpu.flavour() == rustile::ptx::Flavour::Sm90a {
         let n = r.unwrap();
-        println!("TMA (128B swizzle) → mbarrier → wgmma.m64n128k16: {n} elements exact");
+        assert_eq!(n, 2 * 64 * 128, "both outputs compared");
+        println!(
+            "TMA (128B swizzle) → mbarrier → wgmma.m64n128k16 → registers and TMA stores: {n} elements exact"
+        );
     } else {
         // Elsewhere the sm_90a kernel must be refused by name, not launched.
         assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");

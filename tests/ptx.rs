@@ -225,6 +225,14 @@ fn wgmma_kernels_are_hgmma_in_sass_and_never_serialized() {
         assert!(hgmma >= 4, "{symbol}: {hgmma} HGMMA instructions");
         println!("{symbol}: {hgmma} HGMMA");
     }
+    // The Hopper self-test: TMA loads, HGMMA, and the two TMA stores of its staging tile.
+    let symbol = rustile_kernels::selftest::hopper::SYMBOL;
+    let body = ptxas::sass_function(&sass, symbol)
+        .unwrap_or_else(|| panic!("{symbol} missing from the SASS"));
+    for (op, want) in [("UTMALDG", 2), ("HGMMA", 4), ("UTMASTG", 2)] {
+        let got = body.matches(op).count();
+        assert_eq!(got, want, "{symbol}: {got} {op}, want {want}");
+    }
 }
 
 #[test]

@@ -111,25 +111,32 @@ selftest_entries!(selftest_tc_f16 => F16, selftest_tc_bf16 => Bf16);
 /// `mbarrier`, announces the bytes and issues two TMA tile loads (A: 64 × 64, Bᵀ: 128 × 64,
 /// f16, 128B swizzle); every thread waits on the barrier's phase 0; the warpgroup runs four
 /// `wgmma.m64n128k16` steps through shared-memory descriptors (K-major A and B) and stores the
-/// 64 × 128 f32 result row-major to `d`. On small-integer inputs the host checks it exactly.
+/// 64 × 128 f32 result row-major to `d` from registers, and again to `d_tma` through shared
+/// memory and two TMA stores of 64 × 64 (the staging tile reused after
+/// `cp.async.bulk.wait_group.read`). On small-integer inputs the host checks both exactly.
 pub mod hopper {
     /// Threads: one warpgroup.
     pub const THREADS: u32 = 128;
     /// Dynamic shared bytes: A (8 KiB), Bᵀ (16 KiB), the barrier, 1 KiB of alignment slack.
     pub const SHARED_BYTES: usize = 8192 + 16384 + 8 + 1024;
-    /// The TMA boxes `(k, rows)`: A and Bᵀ.
-    pub const BOXES: [(u32, u32); 2] = [(64, 64), (64, 128)];
+    /// The TMA boxes `(columns, rows)`: A and Bᵀ (f16, 128B swizzle), D (f32, no swizzle).
+    pub const BOXES: [(u32, u32); 3] = [(64, 64), (64, 128), (64, 64)];
     /// Entry point (sm_90a PTX only).
     pub const SYMBOL: &str = "selftest_hopper_wgmma_f16";
 
-    /// Entry point: `maps` holds A's tensor map at byte 0 and Bᵀ's at byte 128 (global memory).
+    /// Entry point: `maps` holds A's tensor map at byte 0, Bᵀ's at byte 128 and `d_tma`'s at
+    /// byte 256 (global memory).
     ///
     /// # Safety
     /// One block of `THREADS` threads with `SHARED_BYTES` of shared memory; `d` holds 64 × 128
-    /// floats.
+    /// floats; the third map describes 64 × 128 row-major floats.
     #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn selftest_hopper_wgmma_f16(maps: *const u8, d: *mut f32) {
+    pub unsafe extern "ptx-kernel" fn selftest_hopper_wgmma_f16(
+        maps: *const u8,
+        d: *mut f32,
+        _d_tma: *mut f32,
+    ) {
         use crate::gpu::{self, hopper, wgmma, Elem};
         let tid = gpu::thread_idx_x();
         let base = (gpu::dynamic_shared_base() + 1023) & !1023;
@@ -167,5 +174,30 @@ pub mod hopper {
             f32::st_global(at(row + 8, col), acc[4 * j + 2]);
             f32::st_global(at(row + 8, col + 1), acc[4 * j + 3]);
         });
+        // The same result through TMA stores, in two 64 × 64 halves staged in the A/B tiles
+        // (the wgmma reads of them are complete: `wgmma_wait` above).
+        let stage = sa;
+        crate::unroll!(2, h, {
+            crate::unroll!(8, jj, {
+                let c = col0 + 8 * jj as u32;
+                let at = |r: u32, cc: u32| stage + 4 * (r * 64 + cc);
+                f32::st_shared(at(row, c), acc[4 * (8 * h + jj)]);
+                f32::st_shared(at(row, c + 1), acc[4 * (8 * h + jj) + 1]);
+                f32::st_shared(at(row + 8, c), acc[4 * (8 * h + jj) + 2]);
+                f32::st_shared(at(row + 8, c + 1), acc[4 * (8 * h + jj) + 3]);
+            });
+            hopper::fence_proxy_async_shared();
+            gpu::sync_threads();
+            if tid == 0 {
+                hopper::tma_store_2d(maps.add(256), 64 * h as i32, 0, stage);
+                hopper::bulk_commit_group();
+                hopper::bulk_wait_group_read::<0>();
+            }
+            // Nobody rewrites the staging tile before the store has read it.
+            gpu::sync_threads();
+        });
+        if tid == 0 {
+            hopper::bulk_wait_group::<0>();
+        }
     }
 }

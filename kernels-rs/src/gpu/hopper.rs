@@ -111,6 +111,64 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
     );
 }
 
+/// `cp.async.bulk.tensor.2d` shared → global: stores `src` as the box at coordinates `(x, y)`
+/// of the tensor map at `map`; elements of the box outside the tensor are not written. Part of
+/// the thread's current bulk group: [`bulk_commit_group`], then [`bulk_wait_group_read`] before
+/// `src` is written again.
+///
+/// # Safety
+/// `map` points to a valid 64-byte-aligned `CUtensorMap` in global memory; `src` is shared
+/// memory of the box's size, 128-byte aligned, whose ordinary writes every writer has fenced
+/// with [`fence_proxy_async_shared`] and a barrier since.
+#[inline(always)]
+pub unsafe fn tma_store_2d(map: *const u8, x: i32, y: i32, src: u32) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+        m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `cp.async.bulk.commit_group`: closes this thread's bulk group (its TMA stores so far).
+#[inline(always)]
+pub fn bulk_commit_group() {
+    // SAFETY: no operands; groups only this thread's bulk operations.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.commit_group;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `cp.async.bulk.wait_group.read N`: waits until at most `N` of this thread's bulk groups
+/// still read their shared source (the source may then be overwritten).
+#[inline(always)]
+pub fn bulk_wait_group_read<const N: u32>() {
+    // SAFETY: waits only; orders this thread's later shared-memory writes after the reads.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.wait_group.read {n};",
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's bulk groups are
+/// pending at all (their global writes done).
+#[inline(always)]
+pub fn bulk_wait_group<const N: u32>() {
+    // SAFETY: waits only.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.wait_group {n};",
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// `prefetch.tensormap`: brings a tensor map into the cache before its first use.
 ///
 /// # Safety
