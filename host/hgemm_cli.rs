@@ -6,11 +6,13 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::hgemm::{self, BLayout, InType, OutType, Problem, Variant};
+use crate::hgemm_peak::{self, Pipe};
 use crate::ptx::Flavour;
 use rustile_kernels::hgemm::v02_mma_pipeline::{self, Tuning};
 
 /// Usage of the subcommand.
 pub const USAGE: &str = "rustile hgemm validate [--quick]
+rustile hgemm peak [--types f16,bf16]   measured mma.sync and wgmma ceilings (no memory traffic)
 rustile hgemm analyze [MxNxK] [--variant mma|mma_pipeline] [--type f16|bf16] [--b bn|bt]
                       [--pipeline NAME]   (simulator, no GPU: sectors and bank conflicts)
 rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
@@ -148,6 +150,15 @@ pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
     Ok(n)
 }
 
+/// The ceilings this device can run: `mma.sync` everywhere, `wgmma` with sm_90a.
+fn pipes(gpu: &Gpu) -> Vec<Pipe> {
+    let mut v = vec![Pipe::MmaSync];
+    if gpu.flavour() == Flavour::Sm90a {
+        v.push(Pipe::Wgmma);
+    }
+    v
+}
+
 /// `rustile hgemm analyze`: one simulated, validated run with the memory-access analysis.
 fn analyze(args: &[String], seed: u64) -> Result<()> {
     let mut shape = (256, 256, 256);
@@ -268,6 +279,37 @@ pub fn main(args: &[String], seed: u64) -> Result<()> {
             Ok(())
         }
         Some("bench") => bench(&gpu, &args[1..]),
+        Some("peak") => {
+            let mut types = vec![InType::F16, InType::Bf16];
+            let mut it = args[1..].iter();
+            while let Some(flag) = it.next() {
+                match (flag.as_str(), it.next()) {
+                    ("--types", Some(v)) => types = parse_types(v)?,
+                    _ => return Err(Error::Usage(format!("unknown flag `{flag}`\n{USAGE}"))),
+                }
+            }
+            let timing = TimingConfig {
+                warmup: 3,
+                reps: 20,
+                mode: L2Mode::Rotate,
+            };
+            println!("| pipe | type | TFLOP/s (median) | min ms | median ms |");
+            println!("| --- | --- | ---: | ---: | ---: |");
+            for ty in types {
+                for pipe in pipes(&gpu) {
+                    let c = hgemm_peak::measure(&gpu, pipe, ty, &timing)?;
+                    println!(
+                        "| {} | {} | {:.1} | {:.4} | {:.4} |",
+                        pipe.name(),
+                        c.ty,
+                        c.tflops,
+                        c.stats.min_ms,
+                        c.stats.median_ms
+                    );
+                }
+            }
+            Ok(())
+        }
         _ => Err(Error::Usage(USAGE.into())),
     }
 }
@@ -330,10 +372,28 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
     }
     let blas =
         CudaBlas::new(gpu.stream().clone()).map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    // The measured ceilings, this process: "% peak" is of the fastest pipe the device has.
+    let mut peak = Vec::new();
+    for &ty in &types {
+        let mut line = Vec::new();
+        let mut best: f64 = 0.0;
+        for pipe in pipes(gpu) {
+            let c = hgemm_peak::measure(gpu, pipe, ty, &timing)?;
+            line.push(format!("{} {:.1}", pipe.name(), c.tflops));
+            best = best.max(c.tflops);
+        }
+        println!(
+            "measured ceiling, {}: {} TFLOP/s",
+            ty.name(),
+            line.join(", ")
+        );
+        peak.push((ty, best));
+    }
+    println!();
     println!(
-        "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | median ms | cuBLAS ms |"
+        "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | % peak | median ms | cuBLAS ms |"
     );
-    println!("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    println!("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for &ty in &types {
         for &b in &layouts {
             for &(m, n, k) in &sizes {
@@ -363,8 +423,12 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                         Some(t) => format!("{}/{t}", row.variant.name()),
                         None => row.variant.name().to_owned(),
                     };
+                    let ceiling = peak
+                        .iter()
+                        .find(|(t, _)| *t == ty)
+                        .map_or(f64::NAN, |(_, p)| *p);
                     println!(
-                        "| {} | {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.4} | {:.4} |",
+                        "| {} | {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.1} | {:.4} | {:.4} |",
                         ty.name(),
                         match b {
                             BLayout::RowMajor => "bn",
@@ -375,6 +439,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                         row.tflops,
                         row.cublas_tflops,
                         row.ratio,
+                        100.0 * row.tflops / ceiling,
                         row.ours.median_ms,
                         row.cublas.median_ms
                     );

@@ -26,6 +26,7 @@ pub mod gpu;
 pub mod harness;
 pub mod hgemm;
 pub mod hgemm_cli;
+pub mod hgemm_peak;
 pub mod orch;
 
 pub mod problem;

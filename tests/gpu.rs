@@ -387,3 +387,35 @@ fn hopper_primitives_tma_mbarrier_wgmma_are_exact() {
         assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
     }
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn tensor_ceiling_kernels_do_exactly_their_iterations() {
+    use rustile::hgemm::InType;
+    use rustile::hgemm_peak::{self, Pipe};
+    let gpu = gpu();
+    let sim = rustile::sim::Simulator::default();
+    for ty in [InType::F16, InType::Bf16] {
+        for pipe in [Pipe::MmaSync, Pipe::Wgmma] {
+            if pipe == Pipe::Wgmma && gpu.flavour() != rustile::ptx::Flavour::Sm90a {
+                assert!(matches!(
+                    hgemm_peak::outputs(&gpu, pipe, ty, 1),
+                    Err(Error::Unsupported { .. })
+                ));
+                continue;
+            }
+            let one = hgemm_peak::outputs(&gpu, pipe, ty, 1).unwrap();
+            let three = hgemm_peak::outputs(&gpu, pipe, ty, 3).unwrap();
+            hgemm_peak::check_linear(pipe.name(), &one, &three).unwrap();
+            if pipe == Pipe::MmaSync {
+                // Every block computes the same sums; the first must match the simulator.
+                let on_sim = hgemm_peak::outputs_sim(&sim, ty, 3).unwrap();
+                assert_eq!(
+                    three[..on_sim.len()],
+                    on_sim[..],
+                    "{ty:?}: GPU vs simulator"
+                );
+            }
+        }
+    }
+}

@@ -145,6 +145,21 @@ fn pipeline_shared_accesses_are_conflict_free_and_loads_coalesced() {
 }
 
 #[test]
+fn the_mma_ceiling_kernel_does_exactly_its_iterations_in_the_simulator() {
+    // The ceiling kernel is timed, not compared: what it must prove is that it does the math
+    // it is credited with. Three iterations give exactly three times one (integer operands).
+    let sim = Simulator::default();
+    for ty in [InType::F16, InType::Bf16] {
+        let one = rustile::hgemm_peak::outputs_sim(&sim, ty, 1).unwrap();
+        let three = rustile::hgemm_peak::outputs_sim(&sim, ty, 3).unwrap();
+        rustile::hgemm_peak::check_linear("peak_mma", &one, &three).unwrap();
+        // And the check catches a kernel that skipped an iteration.
+        let two = rustile::hgemm_peak::outputs_sim(&sim, ty, 2).unwrap();
+        assert!(rustile::hgemm_peak::check_linear("peak_mma", &one, &two).is_err());
+    }
+}
+
+#[test]
 fn unaligned_pitches_go_to_the_element_load_kernel() {
     let sim = Simulator::default();
     // lda = 37: no 16-byte rows. The pipelined kernel refuses; the basic one is right.

@@ -87,11 +87,21 @@ fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
         )
         .collect();
     registered.extend(rustile_kernels::hgemm::mma_symbols());
+    registered.extend(
+        rustile_kernels::hgemm::peak::MMA_ENTRIES
+            .iter()
+            .map(|(s, _, _)| *s),
+    );
     for flavour in Flavour::ALL {
         let mut want = registered.clone();
         if flavour == Flavour::Sm90a {
             want.extend(rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS);
             want.push(rustile_kernels::selftest::hopper::SYMBOL);
+            want.extend(
+                rustile_kernels::hgemm::peak::WGMMA_SYMBOLS
+                    .iter()
+                    .map(|(s, _)| *s),
+            );
         }
         want.sort_unstable();
         let mut entries = ptx::entries(flavour.text());
@@ -218,7 +228,11 @@ fn wgmma_kernels_are_hgmma_in_sass_and_never_serialized() {
         !log.contains("C7514") && !log.contains("C7517") && !log.contains("serialized"),
         "ptxas serialized wgmma:\n{log}"
     );
-    for symbol in rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS {
+    let peaks = rustile_kernels::hgemm::peak::WGMMA_SYMBOLS.map(|(s, _)| s);
+    for symbol in rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS
+        .iter()
+        .chain(&peaks)
+    {
         let body = ptxas::sass_function(&sass, symbol)
             .unwrap_or_else(|| panic!("{symbol} missing from the SASS"));
         let hgmma = body.matches("HGMMA").count();

@@ -16,6 +16,7 @@
 //! accumulator pairs in the `mma`/`wgmma` fragment layout (two adjacent columns of one row) and
 //! applies α, β·C, bias and ReLU before converting and storing.
 
+pub mod peak;
 pub mod v01_mma;
 pub mod v02_mma_pipeline;
 pub mod v03_wgmma_ws;
