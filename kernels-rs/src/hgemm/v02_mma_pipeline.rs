@@ -281,15 +281,16 @@ pub unsafe fn mma_pipeline_cfg<
         });
         (af, bf)
     };
-    // Stage `kt` has landed once at most `ST - 2` groups are pending: one group per stage is
-    // committed, empty ones included.
+    // The next stage has landed once at most `ST - 2` groups are pending: one group per stage
+    // is committed, empty ones included. (Deeper rings than 6 would wait for more than they
+    // must: correct, but no deeper in effect.)
     let wait_stage = || {
-        if ST >= 4 {
-            gpu::cp_async_wait::<2>();
-        } else if ST == 3 {
-            gpu::cp_async_wait::<1>();
-        } else {
-            gpu::cp_async_wait::<0>();
+        match ST {
+            0..=2 => gpu::cp_async_wait::<0>(),
+            3 => gpu::cp_async_wait::<1>(),
+            4 => gpu::cp_async_wait::<2>(),
+            5 => gpu::cp_async_wait::<3>(),
+            _ => gpu::cp_async_wait::<4>(),
         }
         gpu::sync_threads();
     };
