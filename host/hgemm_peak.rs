@@ -3,7 +3,7 @@
 //! fraction of a peak measured in the same process. Every timed ceiling is validated first:
 //! three iterations must give exactly three times one (small-integer operands, exact sums).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use rustile_kernels::gpu::MmaKind;
 use rustile_kernels::hgemm::peak;
 
@@ -103,35 +103,42 @@ fn plan(gpu: &Gpu, pipe: Pipe, ty: InType) -> Result<(&'static str, LaunchConfig
     }
 }
 
-fn launch(
-    gpu: &Gpu,
-    symbol: &str,
-    cfg: LaunchConfig,
-    out: &mut cudarc::driver::CudaSlice<f32>,
-    iters: u32,
-) -> Result<()> {
+/// The kernel, with its dynamic shared memory raised to what `cfg` asks.
+fn function(gpu: &Gpu, symbol: &str, cfg: &LaunchConfig) -> Result<CudaFunction> {
     let f = gpu.function(symbol)?;
     if cfg.shared_mem_bytes > 0 {
         use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
         f.set_attribute(MAX_DYN, cfg.shared_mem_bytes as i32)
             .during(|| format!("raising {symbol}'s dynamic shared memory"))?;
     }
+    Ok(f)
+}
+
+fn launch(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    out: &mut CudaSlice<f32>,
+    iters: u32,
+) -> Result<()> {
     let stream = gpu.stream();
-    let mut args = stream.launch_builder(&f);
+    let mut args = stream.launch_builder(f);
     args.arg(out).arg(&iters);
     // SAFETY: the kernel takes (out: *mut f32, iters: u32) and writes one float per launched
-    // thread, which `out` holds (allocated for exactly this grid); shared memory as planned.
-    unsafe { args.launch(cfg) }.during(|| format!("launching {symbol}"))?;
+    // thread, which `out` holds (allocated for exactly this grid); shared memory as planned
+    // and raised by `function`.
+    unsafe { args.launch(cfg) }.during(|| "launching a tensor ceiling kernel".into())?;
     Ok(())
 }
 
 /// One launch with `iters` iterations: every thread's sum of accumulators.
 pub fn outputs(gpu: &Gpu, pipe: Pipe, ty: InType, iters: u32) -> Result<Vec<f32>> {
     let (symbol, cfg, _) = plan(gpu, pipe, ty)?;
+    let f = function(gpu, symbol, &cfg)?;
     let n = (cfg.grid_dim.0 * cfg.block_dim.0) as usize;
     let mut out = gpu.alloc::<f32>(n, "ceiling output")?;
     gpu.fill(&mut out, f32::NAN, "ceiling output")?;
-    launch(gpu, symbol, cfg, &mut out, iters)?;
+    launch(gpu, &f, cfg, &mut out, iters)?;
     gpu.download(&out, "ceiling output")
 }
 
@@ -167,6 +174,7 @@ pub fn measure(gpu: &Gpu, pipe: Pipe, ty: InType, timing: &TimingConfig) -> Resu
         &outputs(gpu, pipe, ty, 3)?,
     )?;
     let (symbol, cfg, flops_per_iter) = plan(gpu, pipe, ty)?;
+    let f = function(gpu, symbol, &cfg)?;
     // A few milliseconds per launch at the expected rates.
     let iters = match pipe {
         Pipe::MmaSync => 8192,
@@ -178,7 +186,7 @@ pub fn measure(gpu: &Gpu, pipe: Pipe, ty: InType, timing: &TimingConfig) -> Resu
         mode: L2Mode::Rotate,
         ..*timing
     };
-    let stats = harness::time(gpu, &timing, |_| launch(gpu, symbol, cfg, &mut out, iters))?;
+    let stats = harness::time(gpu, &timing, |_| launch(gpu, &f, cfg, &mut out, iters))?;
     Ok(Ceiling {
         pipe,
         ty: ty.name(),
