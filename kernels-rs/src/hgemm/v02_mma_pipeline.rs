@@ -470,4 +470,5 @@ tunings! {
     s3: 128, 128, 32, 2, 2, 3 => hgemm_mma_pipeline_s3_f16_f16_bn, hgemm_mma_pipeline_s3_f16_f16_bt;
     s5: 128, 128, 32, 2, 2, 5 => hgemm_mma_pipeline_s5_f16_f16_bn, hgemm_mma_pipeline_s5_f16_f16_bt;
     m256: 256, 128, 32, 4, 2, 3 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
+    n64: 128, 64, 32, 2, 2, 4 => hgemm_mma_pipeline_n64_f16_f16_bn, hgemm_mma_pipeline_n64_f16_f16_bt;
 }
