@@ -121,23 +121,32 @@ impl PipelineGeometry {
     }
 }
 
-/// The tuning configuration `RUSTILE_HGEMM_PIPELINE` names (unset, empty or `default`: none);
-/// an unknown name is a usage error listing the known ones.
+/// The `mma_pipeline` configuration called `name`: `default` (or empty) is the default one,
+/// `None`; an unknown name is a usage error listing the known ones.
+pub fn tuning_named(name: &str) -> Result<Option<&'static Tuning>> {
+    if name.is_empty() || name == "default" {
+        return Ok(None);
+    }
+    let all = v02_mma_pipeline::TUNING;
+    all.iter()
+        .find(|t| t.name == name)
+        .map(Some)
+        .ok_or_else(|| {
+            let known: Vec<&str> = all.iter().map(|t| t.name).collect();
+            Error::Usage(format!(
+                "no mma_pipeline configuration `{name}` (default, {})",
+                known.join(", ")
+            ))
+        })
+}
+
+/// The configuration `RUSTILE_HGEMM_PIPELINE` names (unset: the default one), as
+/// [`tuning_named`].
 pub fn pipeline_tuning() -> Result<Option<&'static Tuning>> {
     match std::env::var("RUSTILE_HGEMM_PIPELINE") {
         Err(_) => Ok(None),
-        Ok(name) if name.is_empty() || name == "default" => Ok(None),
-        Ok(name) => v02_mma_pipeline::TUNING
-            .iter()
-            .find(|t| t.name == name)
-            .map(Some)
-            .ok_or_else(|| {
-                let known: Vec<&str> = v02_mma_pipeline::TUNING.iter().map(|t| t.name).collect();
-                Error::Usage(format!(
-                    "RUSTILE_HGEMM_PIPELINE={name}: no such mma_pipeline configuration (default, {})",
-                    known.join(", ")
-                ))
-            }),
+        Ok(name) => tuning_named(&name)
+            .map_err(|e| Error::Usage(format!("RUSTILE_HGEMM_PIPELINE={name}: {e}"))),
     }
 }
 
@@ -662,15 +671,20 @@ pub fn prepare_tuned(
             ),
         });
     }
-    let mut symbol = variant.symbol(p);
-    let (threads, shared, grid) = match variant {
+    let (symbol, threads, shared, grid) = match variant {
         Variant::WgmmaWs => {
             let tiles =
                 p.m.div_ceil(v03_wgmma_ws::BM as usize) * p.n.div_ceil(v03_wgmma_ws::BN as usize);
             let grid = tiles.min(gpu.info().sm_count as usize).max(1) as u32;
-            (v03_wgmma_ws::THREADS, v03_wgmma_ws::SHARED_BYTES, (grid, 1))
+            (
+                variant.symbol(p),
+                v03_wgmma_ws::THREADS,
+                v03_wgmma_ws::SHARED_BYTES,
+                (grid, 1),
+            )
         }
         Variant::Mma => (
+            variant.symbol(p),
             v01_mma::THREADS,
             v01_mma::SHARED_BYTES,
             (
@@ -680,8 +694,7 @@ pub fn prepare_tuned(
         ),
         Variant::MmaPipeline => {
             let g = pipeline_geometry(p, tuning)?;
-            symbol = g.symbol.to_owned();
-            (g.threads, g.shared, g.grid(p))
+            (g.symbol.to_owned(), g.threads, g.shared, g.grid(p))
         }
     };
     let func = gpu.function(&symbol)?;

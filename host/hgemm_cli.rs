@@ -226,26 +226,11 @@ fn parse_layouts(s: &str) -> Result<Vec<BLayout>> {
 
 /// `default` and tuning names, or `all`.
 fn parse_pipelines(s: &str) -> Result<Vec<Option<&'static Tuning>>> {
-    let all = v02_mma_pipeline::TUNING;
     if s == "all" {
-        return Ok(std::iter::once(None).chain(all.iter().map(Some)).collect());
+        let all = v02_mma_pipeline::TUNING.iter().map(Some);
+        return Ok(std::iter::once(None).chain(all).collect());
     }
-    s.split(',')
-        .map(|name| match name {
-            "default" => Ok(None),
-            _ => all
-                .iter()
-                .find(|t| t.name == name)
-                .map(Some)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = all.iter().map(|t| t.name).collect();
-                    Error::Usage(format!(
-                        "unknown mma_pipeline configuration `{name}` (default, {}, all)",
-                        known.join(", ")
-                    ))
-                }),
-        })
-        .collect()
+    s.split(',').map(hgemm::tuning_named).collect()
 }
 
 fn parse_sizes(s: &str) -> Result<Vec<(usize, usize, usize)>> {

@@ -72,11 +72,12 @@ fn off(chunks: u32, row: u32, ch: u32) -> u32 {
 }
 
 /// Eight elements of row `r` from column `c` of a `rows × cols` matrix with pitch `ld`, zeros
-/// outside, into shared `dst`: `cp.async` when the chunk is inside and `ALIGNED`.
+/// outside, into shared `dst`: `cp.async` when the chunk is inside and `ALIGNED`. `INTERIOR`:
+/// the caller knows the whole stage is inside (and aligned), so no test is made.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn load_chunk<const ALIGNED: bool>(
+unsafe fn load_chunk<const ALIGNED: bool, const INTERIOR: bool>(
     dst: u32,
     src: *const u16,
     r: u32,
@@ -86,7 +87,7 @@ unsafe fn load_chunk<const ALIGNED: bool>(
     ld: u32,
 ) {
     let row_ptr = src.add(r as usize * ld as usize);
-    if ALIGNED && r < rows && c + 8 <= cols {
+    if INTERIOR || (ALIGNED && r < rows && c + 8 <= cols) {
         gpu::cp_async_16(dst, row_ptr.add(c as usize) as *const Vec16);
         return;
     }
@@ -123,45 +124,65 @@ unsafe fn load_stage<
     [lda, ldb]: [u32; 2],
     [m0, n0, k0]: [u32; 3],
 ) {
+    // A stage wholly inside the matrices (all but the edge tiles) takes one branch-free run of
+    // `cp.async`s, which ptxas can schedule as one block.
+    if ALIGNED && m0 + BM_ <= m && n0 + BN_ <= n && k0 + BK_ <= k {
+        stage_chunks::<TRANS_B, ALIGNED, true, BM_, BN_, BK_, WM, WN>(
+            sa,
+            sb,
+            a,
+            b,
+            [m, n, k],
+            [lda, ldb],
+            [m0, n0, k0],
+        );
+    } else {
+        stage_chunks::<TRANS_B, ALIGNED, false, BM_, BN_, BK_, WM, WN>(
+            sa,
+            sb,
+            a,
+            b,
+            [m, n, k],
+            [lda, ldb],
+            [m0, n0, k0],
+        );
+    }
+}
+
+/// The chunks of one stage, each through [`load_chunk`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn stage_chunks<
+    const TRANS_B: u32,
+    const ALIGNED: bool,
+    const INTERIOR: bool,
+    const BM_: u32,
+    const BN_: u32,
+    const BK_: u32,
+    const WM: u32,
+    const WN: u32,
+>(
+    sa: u32,
+    sb: u32,
+    a: *const u16,
+    b: *const u16,
+    [m, n, k]: [u32; 3],
+    [lda, ldb]: [u32; 2],
+    [m0, n0, k0]: [u32; 3],
+) {
     let kc = BK_ / 8;
     let nc = BN_ / 8;
     let threads = 32 * WM * WN;
     let t = gpu::thread_idx_x();
-    // A tile wholly inside the matrices (all but the edge tiles) takes one branch-free run of
-    // `cp.async`s, which ptxas can schedule as one block.
-    if ALIGNED && m0 + BM_ <= m && n0 + BN_ <= n && k0 + BK_ <= k {
-        crate::unroll!(16, i, {
-            if (i as u32) < BM_ * kc / threads {
-                let id = t + threads * i as u32;
-                let (row, ch) = (id / kc, id % kc);
-                let src = a.add((m0 + row) as usize * lda as usize + (k0 + 8 * ch) as usize);
-                gpu::cp_async_16(sa + off(kc, row, ch), src as *const Vec16);
-            }
-        });
-        crate::unroll!(16, i, {
-            if (i as u32) < BN_ * kc / threads {
-                let id = t + threads * i as u32;
-                let (dst, src) = if TRANS_B == 1 {
-                    let (row, ch) = (id / nc, id % nc);
-                    let src = (k0 + row) as usize * ldb as usize + (n0 + 8 * ch) as usize;
-                    (sb + off(nc, row, ch), src)
-                } else {
-                    let (row, ch) = (id / kc, id % kc);
-                    let src = (n0 + row) as usize * ldb as usize + (k0 + 8 * ch) as usize;
-                    (sb + off(kc, row, ch), src)
-                };
-                gpu::cp_async_16(dst, b.add(src) as *const Vec16);
-            }
-        });
-        return;
-    }
     // A: BM rows × kc chunks; every configuration divides evenly by the thread count, and the
     // fixed trip counts let the loops unroll (a thread-dependent bound would not).
     crate::unroll!(16, i, {
         if (i as u32) < BM_ * kc / threads {
             let id = t + threads * i as u32;
             let (row, ch) = (id / kc, id % kc);
-            load_chunk::<ALIGNED>(sa + off(kc, row, ch), a, m0 + row, k0 + 8 * ch, m, k, lda);
+            let dst = sa + off(kc, row, ch);
+            load_chunk::<ALIGNED, INTERIOR>(dst, a, m0 + row, k0 + 8 * ch, m, k, lda);
         }
     });
     crate::unroll!(16, i, {
@@ -170,11 +191,13 @@ unsafe fn load_stage<
             if TRANS_B == 1 {
                 // B: BK k-rows × nc chunks of n.
                 let (row, ch) = (id / nc, id % nc);
-                load_chunk::<ALIGNED>(sb + off(nc, row, ch), b, k0 + row, n0 + 8 * ch, k, n, ldb);
+                let dst = sb + off(nc, row, ch);
+                load_chunk::<ALIGNED, INTERIOR>(dst, b, k0 + row, n0 + 8 * ch, k, n, ldb);
             } else {
                 // Bᵀ: BN n-rows × kc chunks of k.
                 let (row, ch) = (id / kc, id % kc);
-                load_chunk::<ALIGNED>(sb + off(kc, row, ch), b, n0 + row, k0 + 8 * ch, n, k, ldb);
+                let dst = sb + off(kc, row, ch);
+                load_chunk::<ALIGNED, INTERIOR>(dst, b, n0 + row, k0 + 8 * ch, n, k, ldb);
             }
         }
     });
