@@ -71,9 +71,12 @@ pub fn entries(ptx: &str) -> Vec<&str> {
 }
 
 /// A PTX module holding only `symbol`: the file's prelude (version, target, address size and
-/// the file-scope declarations before the first function) followed by that entry's text, up to
-/// and including its closing brace. `None` if `ptx` has no such entry. rustile's kernels call no
-/// other functions (everything is inlined; panics are `trap`), so each entry stands alone.
+/// the file-scope declarations before the first function), every other file-scope data
+/// declaration (`.global` / `.const` lines at column 0: LLVM places constant tables it hoists
+/// out of a kernel, such as a small lookup array, next to the first function that uses them,
+/// which need not be `symbol`), then that entry's text, up to and including its closing brace.
+/// `None` if `ptx` has no such entry. rustile's kernels call no other functions (everything is
+/// inlined; panics are `trap`), so each entry stands alone once its data is declared.
 pub fn entry_module(ptx: &str, symbol: &str) -> Option<String> {
     let head = format!(".visible .entry {symbol}(");
     let start = ptx.find(&head)?;
@@ -91,6 +94,17 @@ pub fn entry_module(ptx: &str, symbol: &str) -> Option<String> {
     let end = body.find("\n}\n").map(|i| i + 3).unwrap_or(body.len());
     let mut out = String::with_capacity(prelude_end + end + 1);
     out.push_str(&ptx[..prelude_end]);
+    for decl in file_scope_data(&ptx[prelude_end..]) {
+        out.push_str(decl);
+        out.push('\n');
+    }
     out.push_str(&body[..end]);
     Some(out)
+}
+
+/// The file-scope data declarations (`.global` or `.const`, at column 0) in `ptx`. Inside a
+/// function body every line is indented, so a column-0 declaration is file scope.
+pub fn file_scope_data(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx.lines()
+        .filter(|line| line.starts_with(".global ") || line.starts_with(".const "))
 }

@@ -265,19 +265,44 @@ fn each_entry_loads_as_its_own_module() {
             assert!(m.ends_with("\n}\n"), "{e}");
             bodies += m.len();
         }
-        let prelude = ptx::entry_module(text, entries[0]).unwrap().len()
-            - text[text
-                .find(&format!(".visible .entry {}(", entries[0]))
-                .unwrap()..]
-                .find("\n}\n")
-                .unwrap()
-            - 3;
-        // Every byte of the file is in the prelude or in exactly one entry (comments between
-        // entries aside).
+        let body_of = |e: &str| {
+            let at = text.find(&format!(".visible .entry {e}(")).unwrap();
+            text[at..].find("\n}\n").unwrap() + 3
+        };
+        let prelude = ptx::entry_module(text, entries[0]).unwrap().len() - body_of(entries[0]);
+        // Every byte of the file is in the prelude (with the file-scope data) or in exactly one
+        // entry (comments between entries aside).
         let covered = bodies - prelude * (entries.len() - 1);
-        assert!(covered <= text.len() && covered + 200 * entries.len() >= text.len());
+        assert!(covered <= text.len() + prelude && covered + 200 * entries.len() >= text.len());
         assert!(ptx::entry_module(text, "no_such_kernel").is_none());
     }
+    // File-scope data (constant tables LLVM hoists out of a kernel) is declared in every
+    // module whose entry names it: the table sits next to the *first* function using it, and a
+    // module missing it fails the driver's JIT ("unknown symbol"), which ptxas on the whole
+    // file never shows.
+    let mut data_users = Vec::new();
+    for flavour in Flavour::ALL {
+        let text = flavour.text();
+        let names: Vec<&str> = ptx::file_scope_data(text)
+            .filter_map(|d| d.split(['[', ';', '=']).next()?.split_whitespace().last())
+            .collect();
+        for e in ptx::entries(text) {
+            let m = ptx::entry_module(text, e).unwrap();
+            let body = &m[m.find(&format!(".visible .entry {e}(")).unwrap()..];
+            for n in names.iter().filter(|n| body.contains(*n)) {
+                assert!(
+                    m[..m.len() - body.len()].contains(&format!("{n}[")),
+                    "{e} ({}) uses {n} but its module does not declare it",
+                    flavour.name()
+                );
+                data_users.push((flavour, e));
+            }
+        }
+    }
+    assert!(
+        data_users.iter().any(|(_, e)| e.starts_with("hgemm_peak_")),
+        "the ceiling kernels' operand tables are file-scope data; the check above must see them"
+    );
     // And ptxas takes them: one memory kernel, one mma.sync kernel, the wgmma kernel.
     let Some(ptxas) = ptxas::find() else {
         assert!(!strict(), "RUSTILE_STRICT=1 but ptxas was not found");
@@ -288,7 +313,10 @@ fn each_entry_loads_as_its_own_module() {
         (Flavour::Sm80, "sm_80", "copy_vec16_f32"),
         (Flavour::Sm80, "sm_80", "hgemm_mma_pipeline_f16_f16_bn"),
         (Flavour::Sm90a, "sm_90a", "hgemm_wgmma_ws_bf16_bf16_bt"),
-    ] {
+    ]
+    .into_iter()
+    .chain(data_users.iter().map(|&(f, e)| (f, f.name(), e)))
+    {
         let m = ptx::entry_module(flavour.text(), symbol).unwrap();
         let got = ptxas::assemble(&ptxas, &m, arch).unwrap();
         assert_eq!(got.len(), 1, "{symbol}");
