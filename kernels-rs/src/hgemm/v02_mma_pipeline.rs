@@ -494,4 +494,7 @@ tunings! {
     s5: 128, 128, 32, 2, 2, 5 => hgemm_mma_pipeline_s5_f16_f16_bn, hgemm_mma_pipeline_s5_f16_f16_bt;
     m256: 256, 128, 32, 4, 2, 3 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
     n64: 128, 64, 32, 2, 2, 4 => hgemm_mma_pipeline_n64_f16_f16_bn, hgemm_mma_pipeline_n64_f16_f16_bt;
+    m256s4: 256, 128, 32, 4, 2, 4 => hgemm_mma_pipeline_m256s4_f16_f16_bn, hgemm_mma_pipeline_m256s4_f16_f16_bt;
+    m256s5: 256, 128, 32, 4, 2, 5 => hgemm_mma_pipeline_m256s5_f16_f16_bn, hgemm_mma_pipeline_m256s5_f16_f16_bt;
+    n256: 128, 256, 32, 2, 4, 4 => hgemm_mma_pipeline_n256_f16_f16_bn, hgemm_mma_pipeline_n256_f16_f16_bt;
 }
