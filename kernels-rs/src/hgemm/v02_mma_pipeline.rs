@@ -251,8 +251,17 @@ pub unsafe fn mma_pipeline_cfg<
     let m0 = gpu::block_idx_y() * BM_;
     let n0 = gpu::block_idx_x() * BN_;
     let smem = gpu::dynamic_shared_base();
-    let stage_a = |s: u32| smem + s * (a_bytes + b_bytes);
-    let stage_b = |s: u32| stage_a(s) + a_bytes;
+    // The ring is addressed by byte offsets that advance one stage at a time and wrap, never
+    // by `slot % ST` (a multiply-high chain per address when ST is not a power of two).
+    let stage_bytes = a_bytes + b_bytes;
+    let ring = ST * stage_bytes;
+    let advance = |o: u32| {
+        if o + stage_bytes == ring {
+            0
+        } else {
+            o + stage_bytes
+        }
+    };
     let k_tiles = k.div_ceil(BK_);
     let dims = [m, n, k];
     let lds = [lda, ldb];
@@ -263,8 +272,8 @@ pub unsafe fn mma_pipeline_cfg<
     while s < ST - 1 {
         if s < k_tiles {
             load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
-                stage_a(s),
-                stage_b(s),
+                smem + s * stage_bytes,
+                smem + s * stage_bytes + a_bytes,
                 a,
                 b,
                 dims,
@@ -276,10 +285,10 @@ pub unsafe fn mma_pipeline_cfg<
         s += 1;
     }
     let (q, r) = (lane / 8, lane % 8);
-    // The fragments of k16 step `ks` of the stage in slot `slot`: A's four m16 tiles, B's eight
-    // n8 tiles.
-    let fragments = |slot: u32, ks: u32| {
-        let (sa, sb) = (stage_a(slot), stage_b(slot));
+    // The fragments of k16 step `ks` of the stage at byte offset `so`: A's four m16 tiles, B's
+    // eight n8 tiles.
+    let fragments = |so: u32, ks: u32| {
+        let (sa, sb) = (smem + so, smem + so + a_bytes);
         let mut af = [[0u32; 4]; 4];
         crate::unroll!(4, i, {
             if (i as u32) < mi {
@@ -320,59 +329,96 @@ pub unsafe fn mma_pipeline_cfg<
     // Fragments one k16 step ahead of the `mma`s, across stage boundaries too: the wait and
     // the barrier for stage kt + 1 come before the last step of stage kt, whose fragments are
     // already in registers, so the `ldmatrix` latency after each barrier hides behind that
-    // step's `mma`s. The barrier also frees slot kt % ST (its last `ldmatrix` is behind it),
-    // which the next iteration refills first.
+    // step's `mma`s. The barrier also frees the slot of stage kt (its last `ldmatrix` is
+    // behind it), which the next iteration refills first.
     wait_stage();
     let mut cur = fragments(0, 0);
+    // `rd`: the slot of stage kt (read now); `wr`: the slot of stage kt + ST - 1 (loaded now),
+    // which is the slot stage kt - 1 used.
+    let mut rd = 0;
+    let mut wr = (ST - 1) * stage_bytes;
     let mut kt = 0;
-    while kt < k_tiles {
-        let next = kt + ST - 1;
-        if next < k_tiles {
-            let ns = next % ST;
-            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
-                stage_a(ns),
-                stage_b(ns),
+    // One iteration: issue the loads of stage kt + ST - 1 (`$load`), then the `mma`s of stage
+    // kt with the fragments one step ahead. A macro, not a closure, so that both loops below
+    // get their own straight-line copy.
+    macro_rules! iteration {
+        ($load:expr) => {{
+            $load;
+            gpu::cp_async_commit();
+            let rd_next = advance(rd);
+            crate::unroll!(4, ksi, {
+                let ks = ksi as u32;
+                if ks < BK_ / 16 {
+                    let ahead = if ks + 1 < BK_ / 16 {
+                        fragments(rd, ks + 1)
+                    } else {
+                        // After the last stage this reads a slot no copy is writing: unused.
+                        wait_stage();
+                        fragments(rd_next, 0)
+                    };
+                    let (af, bf) = cur;
+                    crate::unroll!(4, i, {
+                        crate::unroll!(8, j, {
+                            if (i as u32) < mi && (j as u32) < nj {
+                                let o = 32 * i + 4 * j;
+                                let d = gpu::mma_m16n8k16(
+                                    I::KIND,
+                                    af[i],
+                                    bf[j],
+                                    [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]],
+                                );
+                                acc[o] = d[0];
+                                acc[o + 1] = d[1];
+                                acc[o + 2] = d[2];
+                                acc[o + 3] = d[3];
+                            }
+                        });
+                    });
+                    cur = ahead;
+                }
+            });
+            rd = rd_next;
+            wr = advance(wr);
+            kt += 1;
+        }};
+    }
+    // Steady state: while the stage being loaded lies wholly inside the matrices (a block
+    // inside M and N, k-tiles before the last partial one), the loads are one branch-free run
+    // of `cp.async`s in the same basic block as the `mma`s, so ptxas can interleave their
+    // address arithmetic with the tensor instructions.
+    let interior_mn = ALIGNED && m0 + BM_ <= m && n0 + BN_ <= n;
+    let k_full = k / BK_;
+    let steady_end = if interior_mn && k_full >= ST - 1 {
+        k_full - (ST - 1)
+    } else {
+        0
+    };
+    while kt < steady_end {
+        iteration!(
+            stage_chunks::<TRANS_B, ALIGNED, true, BM_, BN_, BK_, WM, WN>(
+                smem + wr,
+                smem + wr + a_bytes,
                 a,
                 b,
                 dims,
                 lds,
-                [m0, n0, next * BK_],
+                [m0, n0, (kt + ST - 1) * BK_],
+            )
+        );
+    }
+    // The rest: edge stages (tested chunk by chunk), and no loads past the last stage.
+    while kt < k_tiles {
+        iteration!(if kt + ST - 1 < k_tiles {
+            load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
+                smem + wr,
+                smem + wr + a_bytes,
+                a,
+                b,
+                dims,
+                lds,
+                [m0, n0, (kt + ST - 1) * BK_],
             );
-        }
-        gpu::cp_async_commit();
-        let slot = kt % ST;
-        crate::unroll!(4, ksi, {
-            let ks = ksi as u32;
-            if ks < BK_ / 16 {
-                let ahead = if ks + 1 < BK_ / 16 {
-                    fragments(slot, ks + 1)
-                } else {
-                    // After the last stage this reads a slot no copy is writing: unused.
-                    wait_stage();
-                    fragments((kt + 1) % ST, 0)
-                };
-                let (af, bf) = cur;
-                crate::unroll!(4, i, {
-                    crate::unroll!(8, j, {
-                        if (i as u32) < mi && (j as u32) < nj {
-                            let o = 32 * i + 4 * j;
-                            let d = gpu::mma_m16n8k16(
-                                I::KIND,
-                                af[i],
-                                bf[j],
-                                [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]],
-                            );
-                            acc[o] = d[0];
-                            acc[o + 1] = d[1];
-                            acc[o + 2] = d[2];
-                            acc[o + 3] = d[3];
-                        }
-                    });
-                });
-                cur = ahead;
-            }
         });
-        kt += 1;
     }
     gpu::cp_async_wait::<0>();
 
