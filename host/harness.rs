@@ -4,7 +4,7 @@
 use crate::error::{DriverContext, Result};
 use crate::gpu::Gpu;
 use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaEvent, CudaSlice};
 
 /// How the L2 cache is kept from serving repeated inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -139,4 +139,63 @@ pub fn time(
         .collect::<std::result::Result<Vec<_>, _>>()
         .during(|| "reading event times".into())?;
     Ok(Stats::from_samples(samples))
+}
+
+/// Times two launch sequences against each other, interleaved: each repetition times one
+/// launch of `a` and one of `b` back to back, in alternating order, so both see the same
+/// clocks. Under a sustained tensor-core load the H200 runs at its power limit and its clock
+/// drifts by ±10 % over seconds; timing `a` wholly before `b` folds that drift into their
+/// ratio (rows of one run moved 0.46 ↔ 0.56 × cuBLAS with no code change), interleaving does
+/// not. Warm-up launches alternate too.
+pub fn time_pair(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    mut a: impl FnMut(usize) -> Result<()>,
+    mut b: impl FnMut(usize) -> Result<()>,
+) -> Result<(Stats, Stats)> {
+    let stream = gpu.stream();
+    let mut flush: Option<CudaSlice<u8>> = match cfg.mode {
+        L2Mode::Flush => Some(gpu.alloc::<u8>(2 * gpu.info().l2_bytes, "L2 flush buffer")?),
+        L2Mode::Rotate => None,
+    };
+    for i in 0..cfg.warmup {
+        a(i)?;
+        b(i)?;
+    }
+    let ctx = gpu.context();
+    let event = || {
+        ctx.new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())
+    };
+    let mut pairs = [Vec::with_capacity(cfg.reps), Vec::with_capacity(cfg.reps)];
+    for i in 0..cfg.reps {
+        for which in [i % 2, 1 - i % 2] {
+            if let Some(buf) = flush.as_mut() {
+                stream
+                    .memset_zeros(buf)
+                    .during(|| "flushing the L2".into())?;
+            }
+            let (start, end) = (event()?, event()?);
+            start
+                .record(stream)
+                .during(|| "recording an event".into())?;
+            if which == 0 {
+                a(cfg.warmup + i)?;
+            } else {
+                b(cfg.warmup + i)?;
+            }
+            end.record(stream).during(|| "recording an event".into())?;
+            pairs[which].push((start, end));
+        }
+    }
+    gpu.synchronize("timed repetitions")?;
+    let stats = |v: &Vec<(CudaEvent, CudaEvent)>| -> Result<Stats> {
+        let samples = v
+            .iter()
+            .map(|(s, e)| s.elapsed_ms(e).map(f64::from))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .during(|| "reading event times".into())?;
+        Ok(Stats::from_samples(samples))
+    };
+    Ok((stats(&pairs[0])?, stats(&pairs[1])?))
 }

@@ -1173,14 +1173,33 @@ pub fn bench_tuned(
         })
         .collect::<Result<Vec<_>>>()?;
     let used = preps[0].variant;
-    let ours = harness::time(gpu, timing, |i| {
-        let s = i % sets;
-        preps[s].launch(&stream, &ins[s].0, &ins[s].1, &mut outs[s].out(), None)
-    })?;
-    let theirs = harness::time(gpu, timing, |i| {
-        let s = i % sets;
-        cublas(blas, &stream, p, &ins[s].0, &ins[s].1, &mut outs[s].out())
-    })?;
+    // Interleaved with cuBLAS: the clock drifts under this load (`harness::time_pair`).
+    let outs = std::cell::RefCell::new(outs);
+    let (ours, theirs) = harness::time_pair(
+        gpu,
+        timing,
+        |i| {
+            let s = i % sets;
+            preps[s].launch(
+                &stream,
+                &ins[s].0,
+                &ins[s].1,
+                &mut outs.borrow_mut()[s].out(),
+                None,
+            )
+        },
+        |i| {
+            let s = (i + sets / 2) % sets;
+            cublas(
+                blas,
+                &stream,
+                p,
+                &ins[s].0,
+                &ins[s].1,
+                &mut outs.borrow_mut()[s].out(),
+            )
+        },
+    )?;
     let tf = |st: &Stats| p.flops() / (st.median_ms * 1e-3) / 1e12;
     Ok(BenchRow {
         problem: *p,
