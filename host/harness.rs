@@ -141,6 +141,52 @@ pub fn time(
     Ok(Stats::from_samples(samples))
 }
 
+/// How a kernel and its baseline share the timed interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pairing {
+    /// Rep by rep, alternating ([`time_pair`]): both see the same clock. The default.
+    Interleaved,
+    /// All of the kernel's reps, then all of the baseline's ([`time`] twice): each runs in its
+    /// own steady state, so a kernel that draws less power than the baseline runs at a higher
+    /// clock under the power limit.
+    Sequential,
+}
+
+impl Pairing {
+    /// `interleaved` or `sequential`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "interleaved" => Ok(Self::Interleaved),
+            "sequential" => Ok(Self::Sequential),
+            o => Err(crate::error::Error::Usage(format!(
+                "unknown timing `{o}` (interleaved, sequential)"
+            ))),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Interleaved => "interleaved",
+            Self::Sequential => "sequential",
+        }
+    }
+
+    /// Times `a` and `b` so.
+    pub fn time(
+        self,
+        gpu: &Gpu,
+        cfg: &TimingConfig,
+        mut a: impl FnMut(usize) -> Result<()>,
+        mut b: impl FnMut(usize) -> Result<()>,
+    ) -> Result<(Stats, Stats)> {
+        match self {
+            Self::Interleaved => time_pair(gpu, cfg, a, b),
+            Self::Sequential => Ok((time(gpu, cfg, &mut a)?, time(gpu, cfg, &mut b)?)),
+        }
+    }
+}
+
 /// Times two launch sequences against each other, interleaved: each repetition times one
 /// launch of `a` and one of `b` back to back, in alternating order, so both see the same
 /// clocks. Under a sustained tensor-core load the H200 runs at its power limit and its clock

@@ -1141,7 +1141,15 @@ pub fn bench(
     p: &Problem,
     timing: &TimingConfig,
 ) -> Result<BenchRow> {
-    bench_tuned(gpu, blas, variant, pipeline_tuning()?, p, timing)
+    bench_tuned(
+        gpu,
+        blas,
+        variant,
+        pipeline_tuning()?,
+        p,
+        timing,
+        harness::Pairing::Interleaved,
+    )
 }
 
 /// [`bench`] with `mma_pipeline`'s configuration given (`None`: the default one).
@@ -1152,6 +1160,7 @@ pub fn bench_tuned(
     tuning: Option<&'static Tuning>,
     p: &Problem,
     timing: &TimingConfig,
+    pairing: harness::Pairing,
 ) -> Result<BenchRow> {
     let [la, lb, lc] = p.lens();
     let set_bytes = ((la + lb) * 2 + lc * p.out_bytes()) as u64;
@@ -1173,9 +1182,10 @@ pub fn bench_tuned(
         })
         .collect::<Result<Vec<_>>>()?;
     let used = preps[0].variant;
-    // Interleaved with cuBLAS: the clock drifts under this load (`harness::time_pair`).
+    // Interleaved with cuBLAS by default: the clock drifts under this load
+    // (`harness::time_pair`).
     let outs = std::cell::RefCell::new(outs);
-    let (ours, theirs) = harness::time_pair(
+    let (ours, theirs) = pairing.time(
         gpu,
         timing,
         |i| {

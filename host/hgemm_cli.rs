@@ -17,10 +17,14 @@ rustile hgemm analyze [MxNxK] [--variant mma|mma_pipeline] [--type f16|bf16] [--
                       [--pipeline NAME]   (simulator, no GPU: sectors and bank conflicts)
 rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
                     [--out same|f32] [--reps N] [--warmup N] [--pipelines LIST|all]
+                    [--timing interleaved|sequential]
   sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)
   pipelines: mma_pipeline's tile configurations to run (default, and the tuning ones, which
              are built for f16 in and out only); RUSTILE_HGEMM_PIPELINE=NAME picks one for
-             every command";
+             every command
+  timing: interleaved (default) times rustile and cuBLAS rep by rep, alternating, at the same
+          clock; sequential times all of rustile's reps, then cuBLAS's, each in its own steady
+          state (under the power limit the less power-hungry kernel clocks higher)";
 
 /// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
 pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
@@ -311,6 +315,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
         mode: L2Mode::Rotate,
     };
     let mut pipelines: Vec<Option<&'static Tuning>> = vec![hgemm::pipeline_tuning()?];
+    let mut pairing = crate::harness::Pairing::Interleaved;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || {
@@ -342,6 +347,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                 }
             }
             "--pipelines" => pipelines = parse_pipelines(&value()?)?,
+            "--timing" => pairing = crate::harness::Pairing::parse(&value()?)?,
             "--reps" => {
                 timing.reps = value()?
                     .parse()
@@ -374,6 +380,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
         );
         peak.push((ty, best));
     }
+    println!("timing: {} with cuBLAS", pairing.name());
     println!();
     println!(
         "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | % peak | median ms | cuBLAS ms |"
@@ -403,7 +410,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                         );
                         continue;
                     }
-                    let row = hgemm::bench_tuned(gpu, &blas, v, tuning, &p, &timing)?;
+                    let row = hgemm::bench_tuned(gpu, &blas, v, tuning, &p, &timing, pairing)?;
                     let kernel = match row.tuning {
                         Some(t) => format!("{}/{t}", row.variant.name()),
                         None => row.variant.name().to_owned(),
