@@ -225,6 +225,7 @@ pub unsafe fn mma_pipeline_cfg<
     const WM: u32,
     const WN: u32,
     const ST: u32,
+    const GM: u32,
 >(
     a: *const u16,
     b: *const u16,
@@ -246,10 +247,17 @@ pub unsafe fn mma_pipeline_cfg<
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / WN, warp % WN);
-    // Row-major block order: a grouped order (as in v03) measured slower here (0.453 against
-    // 0.479 of cuBLAS at 8192³, bt).
-    let m0 = gpu::block_idx_y() * BM_;
-    let n0 = gpu::block_idx_x() * BN_;
+    // Block order: `GM` = 0, row-major (block (x, y) computes tile (y, x)); otherwise grouped
+    // ([`super::grouped_tile`]), bands of `GM` tile rows, so a wave of blocks shares fewer
+    // distinct A rows and B columns and reads less from DRAM.
+    let (m0, n0) = if GM == 0 {
+        (gpu::block_idx_y() * BM_, gpu::block_idx_x() * BN_)
+    } else {
+        let (tiles_n, tiles_m) = (gpu::grid_dim_x(), gpu::grid_dim_y());
+        let t = gpu::block_idx_y() * tiles_n + gpu::block_idx_x();
+        let (tm, tn) = super::grouped_tile(t, tiles_m, tiles_n, GM);
+        (tm * BM_, tn * BN_)
+    };
     let smem = gpu::dynamic_shared_base();
     // The ring is addressed by byte offsets that advance one stage at a time and wrap, never
     // by `slot % ST` (a multiply-high chain per address when ST is not a power of two).
@@ -447,7 +455,7 @@ pub unsafe fn mma_pipeline_cfg<
 }
 
 macro_rules! config {
-    ($name:ident => $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal) => {
+    ($name:ident => $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal, $gm:literal) => {
         /// One tile configuration of [`mma_pipeline_cfg`].
         ///
         /// # Safety
@@ -469,14 +477,14 @@ macro_rules! config {
             beta: f32,
             relu: u32,
         ) {
-            mma_pipeline_cfg::<I, O, TRANS_B, ALIGNED, $bm, $bn, $bk, $wm, $wn, $st>(
+            mma_pipeline_cfg::<I, O, TRANS_B, ALIGNED, $bm, $bn, $bk, $wm, $wn, $st, $gm>(
                 a, b, c, bias, m, n, k, lda, ldb, ldc, alpha, beta, relu,
             )
         }
     };
 }
 
-config!(hgemm_mma_pipeline => 128, 128, 32, 2, 2, 4);
+config!(hgemm_mma_pipeline => 128, 128, 32, 2, 2, 4, 0);
 
 crate::hgemm_mma_entries! {
     hgemm_mma_pipeline;
@@ -509,13 +517,13 @@ pub struct Tuning {
 }
 
 macro_rules! tunings {
-    ($($name:ident: $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal
-        => $bn_sym:ident, $bt_sym:ident;)+) => {
+    ($($name:ident: $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal,
+        $gm:literal => $bn_sym:ident, $bt_sym:ident;)+) => {
         $(
             /// A tuning configuration's entries.
             pub mod $name {
                 use super::*;
-                config!(body => $bm, $bn, $bk, $wm, $wn, $st);
+                config!(body => $bm, $bn, $bk, $wm, $wn, $st, $gm);
                 crate::hgemm_mma_entries! {
                     body;
                     $bn_sym => F16, OutF16, 1, true;
@@ -536,11 +544,14 @@ macro_rules! tunings {
 }
 
 tunings! {
-    s3: 128, 128, 32, 2, 2, 3 => hgemm_mma_pipeline_s3_f16_f16_bn, hgemm_mma_pipeline_s3_f16_f16_bt;
-    s5: 128, 128, 32, 2, 2, 5 => hgemm_mma_pipeline_s5_f16_f16_bn, hgemm_mma_pipeline_s5_f16_f16_bt;
-    m256: 256, 128, 32, 4, 2, 3 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
-    n64: 128, 64, 32, 2, 2, 4 => hgemm_mma_pipeline_n64_f16_f16_bn, hgemm_mma_pipeline_n64_f16_f16_bt;
-    m256s4: 256, 128, 32, 4, 2, 4 => hgemm_mma_pipeline_m256s4_f16_f16_bn, hgemm_mma_pipeline_m256s4_f16_f16_bt;
-    m256s5: 256, 128, 32, 4, 2, 5 => hgemm_mma_pipeline_m256s5_f16_f16_bn, hgemm_mma_pipeline_m256s5_f16_f16_bt;
-    n256: 128, 256, 32, 2, 4, 4 => hgemm_mma_pipeline_n256_f16_f16_bn, hgemm_mma_pipeline_n256_f16_f16_bt;
+    s3: 128, 128, 32, 2, 2, 3, 0 => hgemm_mma_pipeline_s3_f16_f16_bn, hgemm_mma_pipeline_s3_f16_f16_bt;
+    s5: 128, 128, 32, 2, 2, 5, 0 => hgemm_mma_pipeline_s5_f16_f16_bn, hgemm_mma_pipeline_s5_f16_f16_bt;
+    m256: 256, 128, 32, 4, 2, 3, 0 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
+    n64: 128, 64, 32, 2, 2, 4, 0 => hgemm_mma_pipeline_n64_f16_f16_bn, hgemm_mma_pipeline_n64_f16_f16_bt;
+    m256s4: 256, 128, 32, 4, 2, 4, 0 => hgemm_mma_pipeline_m256s4_f16_f16_bn, hgemm_mma_pipeline_m256s4_f16_f16_bt;
+    m256s5: 256, 128, 32, 4, 2, 5, 0 => hgemm_mma_pipeline_m256s5_f16_f16_bn, hgemm_mma_pipeline_m256s5_f16_f16_bt;
+    n256: 128, 256, 32, 2, 4, 4, 0 => hgemm_mma_pipeline_n256_f16_f16_bn, hgemm_mma_pipeline_n256_f16_f16_bt;
+    m256g8: 256, 128, 32, 4, 2, 4, 8 => hgemm_mma_pipeline_m256g8_f16_f16_bn, hgemm_mma_pipeline_m256g8_f16_f16_bt;
+    n256g16: 128, 256, 32, 2, 4, 4, 16 => hgemm_mma_pipeline_n256g16_f16_f16_bn, hgemm_mma_pipeline_n256g16_f16_f16_bt;
+    g8: 128, 128, 32, 2, 2, 4, 8 => hgemm_mma_pipeline_g8_f16_f16_bn, hgemm_mma_pipeline_g8_f16_f16_bt;
 }
