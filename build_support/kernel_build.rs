@@ -101,8 +101,6 @@ pub fn kernel_source_hash(kernels_dir: &Path, toolchain_file: &Path) -> String {
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("sgemm_double_buffer_f32", 256, 2),
     ("hgemm_wgmma_ws_*", 384, 1),
-    // 64 × 32 warp tiles: at most 168 registers, three blocks (12 warps) per SM.
-    ("hgemm_mma_pipeline_n64_*", 128, 3),
     ("sgemm_kgroup_ring_kg1_f32", 128, 1),
     ("sgemm_kgroup_ring_f32", 256, 1),
     ("sgemm_kgroup_ring_kg4_f32", 512, 1),

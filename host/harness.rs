@@ -146,9 +146,10 @@ pub fn time(
 pub enum Pairing {
     /// Rep by rep, alternating ([`time_pair`]): both see the same clock. The default.
     Interleaved,
-    /// All of the kernel's reps, then all of the baseline's ([`time`] twice): each runs in its
-    /// own steady state, so a kernel that draws less power than the baseline runs at a higher
-    /// clock under the power limit.
+    /// Each in its own steady state: the kernel runs alone for [`SETTLE_MS`] (untimed, so the
+    /// power controller settles on its clock), then its reps are timed; then the same for the
+    /// baseline. Under the power limit a kernel that draws less power than the baseline runs
+    /// at a higher clock, as it would in a user's loop.
     Sequential,
 }
 
@@ -182,9 +183,32 @@ impl Pairing {
     ) -> Result<(Stats, Stats)> {
         match self {
             Self::Interleaved => time_pair(gpu, cfg, a, b),
-            Self::Sequential => Ok((time(gpu, cfg, &mut a)?, time(gpu, cfg, &mut b)?)),
+            Self::Sequential => {
+                settle(gpu, &mut a)?;
+                let ta = time(gpu, cfg, &mut a)?;
+                settle(gpu, &mut b)?;
+                Ok((ta, time(gpu, cfg, &mut b)?))
+            }
         }
     }
+}
+
+/// How long [`Pairing::Sequential`] runs each side untimed before timing it. The H200's power
+/// controller moves the clock over a few hundred milliseconds (seen with `nvidia-smi -lms`).
+pub const SETTLE_MS: u128 = 1000;
+
+/// Launches `launch` (untimed, batches of 8) until [`SETTLE_MS`] of wall time have passed.
+fn settle(gpu: &Gpu, launch: &mut impl FnMut(usize) -> Result<()>) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut i = 0;
+    while start.elapsed().as_millis() < SETTLE_MS {
+        for _ in 0..8 {
+            launch(i)?;
+            i += 1;
+        }
+        gpu.synchronize("settling launches")?;
+    }
+    Ok(())
 }
 
 /// Times two launch sequences against each other, interleaved: each repetition times one

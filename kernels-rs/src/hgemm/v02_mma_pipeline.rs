@@ -1,21 +1,26 @@
 //! `mma.sync.m16n8k16` + `ldmatrix` + a `STAGES`-deep `cp.async` ring: the sm_80 path.
 //!
-//! - **Tile** 128 × 128 × 32 per block of four warps; each warp owns 64 × 64 of C (4 × 8
-//!   `m16n8` tiles, 128 f32 accumulators per lane) and per k16 step loads its fragments with
-//!   four `ldmatrix.x4` for A and four for B (`.trans` when B is row-major), then issues 32
-//!   `mma`s.
+//! - **Tile** 128 × 256 × 32 per block of eight warps (2 × 4); each warp owns 64 × 64 of C
+//!   (4 × 8 `m16n8` tiles, 128 f32 accumulators per lane) and per k16 step loads its fragments
+//!   with four `ldmatrix.x4` for A and four for B (`.trans` when B is row-major), then issues
+//!   32 `mma`s. One block per SM (241 registers × 256 threads).
+//! - **Block order** grouped in bands of 16 tile rows ([`GROUP_M`]): a wave of blocks shares
+//!   fewer A rows and B columns, so less comes from DRAM — and at 8192³ the H200 runs at its
+//!   power limit, where DRAM traffic costs clock.
 //! - **Fragments one step ahead**: the `ldmatrix`es of step s + 1 are issued before the `mma`s
 //!   of step s, across stage boundaries too (the wait and the barrier for the next stage come
 //!   before the last step of the current one), so no `ldmatrix` latency sits between a barrier
 //!   and the tensor pipe.
-//! - **Shared**: per stage A 128 × 32 and B 32 × 128 (or Bᵀ 128 × 32), 8 KiB each, unpadded
+//! - **Shared**: per stage A 128 × 32 (8 KiB) and B 32 × 256 (or Bᵀ 256 × 32, 16 KiB), unpadded
 //!   and XOR-swizzled in 16-byte chunks so that the eight row addresses of every `ldmatrix`
-//!   phase fall in distinct bank groups. Four stages: 64 KiB; two blocks per SM (the register
-//!   count, under 256, allows two as well).
+//!   phase fall in distinct bank groups. Four stages: 96 KiB.
 //! - **Loads**: every 16-byte chunk that lies inside the matrix goes global → shared with
 //!   `cp.async`; chunks that cross an edge are assembled from element loads with zeros
 //!   outside. So any M, N, K works, and the tails cost only at the edges: a stage wholly
-//!   inside the matrices takes one branch-free run of `cp.async`s. The entry points are
+//!   inside the matrices takes one branch-free run of `cp.async`s. For a block inside M and N
+//!   the steady-state loop has no edge test at all: its loads and `mma`s are one basic block
+//!   (122–144 SASS instructions per 64 `HMMA`), and the ring is addressed by wrapping byte
+//!   offsets. The entry points are
 //!   instantiated with `ALIGNED` only (16-byte-aligned bases, pitches multiples of 8: the host
 //!   checks); other pitches go to [`super::v01_mma`], which keeps the binary's PTX smaller.
 //! - **Bound**: `mma.sync` issues from the SM's warp schedulers, which on Hopper reach well
@@ -31,13 +36,16 @@ use crate::registry::SimFn;
 /// Rows of A per block.
 pub const BM: u32 = 128;
 /// Columns of B per block.
-pub const BN: u32 = 128;
+pub const BN: u32 = 256;
 /// K per stage.
 pub const BK: u32 = 32;
 /// Ring depth.
 pub const STAGES: u32 = 4;
 /// Warps along M and N.
-pub const WARPS: (u32, u32) = (2, 2);
+pub const WARPS: (u32, u32) = (2, 4);
+/// Tile rows per band of the grouped block order ([`super::grouped_tile`]): a wave of 132
+/// blocks then covers ~16 × 8 tiles, about the fewest distinct A rows plus B columns.
+pub const GROUP_M: u32 = 16;
 /// Threads.
 pub const THREADS: u32 = 32 * WARPS.0 * WARPS.1;
 /// Dynamic shared bytes.
@@ -48,14 +56,17 @@ pub const fn shared_bytes(bm: u32, bn: u32, bk: u32, stages: u32) -> usize {
     (stages * (bm + bn) * bk * 2) as usize
 }
 
-/// Tile configurations measured against this one on the H200 (8192³, f16, B row-major / B
-/// transposed, × cuBLAS), each a `config!` line away; `notes/hgemm.md` has the runs:
-/// 128×128×32, 2×2 warps, 4 stages (this one): 0.424 / 0.479;
-/// 128×128×64, 2×2, 3 stages: 0.380 / 0.414; 128×128×64, 2×2, 2 stages: 0.401 / 0.411;
-/// 128×128×32, 2×4 warps (64×32 each), 4 stages: 0.416 / 0.477;
-/// 128×128×32, 4×2 warps (32×64 each), 4 stages: 0.407 / 0.480;
-/// 128×256×32, 2×4 warps, 3 stages: 0.378 / 0.420; 128×128×32, 2×2, 3 stages: 0.435 / 0.454.
-pub const TUNED: &str = "128x128x32, 2x2 warps, 4 stages";
+/// The default configuration, and what it beat on the H200 (8192³ f16, × cuBLAS in the same
+/// process, B row-major / B transposed, rustile and cuBLAS timed interleaved at the same
+/// clock; `notes/hgemm.md` has every run, sequential timings too):
+/// 128×256×32, 2×4 warps, 4 stages, grouped by 16 (this one): 0.477 / 0.511;
+/// the same in row-major block order: 0.458 / 0.505;
+/// 256×128×32, 4×2 warps, 4 stages, grouped by 8: 0.462 / 0.496 (row-major 0.448 / 0.498);
+/// 128×128×32, 2×2 warps, 4 stages (the earlier default): 0.454 / 0.506, grouped by 8:
+/// 0.437 / 0.510. Configurations dropped after one run (interleaved, row-major): 3 stages
+/// 0.452 / 0.501, 5 stages 0.439 / 0.508, 256×128 with 3 or 5 stages 0.452–0.455 /
+/// 0.499–0.534, 128×64 (three blocks per SM) 0.444 / 0.433; 256×128×64 spilled.
+pub const TUNED: &str = "128x256x32, 2x4 warps, 4 stages, grouped by 16";
 
 /// Shared offset of 16-byte chunk `ch` of row `row` in a tile of `CHUNKS`-chunk rows, XOR-
 /// swizzled so the eight rows of an `ldmatrix` phase hit eight different bank groups: 64-byte
@@ -455,7 +466,7 @@ pub unsafe fn mma_pipeline_cfg<
 }
 
 macro_rules! config {
-    ($name:ident => $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $st:literal, $gm:literal) => {
+    ($name:ident => $bm:expr, $bn:expr, $bk:expr, $wm:expr, $wn:expr, $st:expr, $gm:expr) => {
         /// One tile configuration of [`mma_pipeline_cfg`].
         ///
         /// # Safety
@@ -477,14 +488,24 @@ macro_rules! config {
             beta: f32,
             relu: u32,
         ) {
-            mma_pipeline_cfg::<I, O, TRANS_B, ALIGNED, $bm, $bn, $bk, $wm, $wn, $st, $gm>(
-                a, b, c, bias, m, n, k, lda, ldb, ldc, alpha, beta, relu,
-            )
+            mma_pipeline_cfg::<
+                I,
+                O,
+                TRANS_B,
+                ALIGNED,
+                { $bm },
+                { $bn },
+                { $bk },
+                { $wm },
+                { $wn },
+                { $st },
+                { $gm },
+            >(a, b, c, bias, m, n, k, lda, ldb, ldc, alpha, beta, relu)
         }
     };
 }
 
-config!(hgemm_mma_pipeline => 128, 128, 32, 2, 2, 4, 0);
+config!(hgemm_mma_pipeline => BM, BN, BK, WARPS.0, WARPS.1, STAGES, GROUP_M);
 
 crate::hgemm_mma_entries! {
     hgemm_mma_pipeline;
@@ -544,14 +565,6 @@ macro_rules! tunings {
 }
 
 tunings! {
-    s3: 128, 128, 32, 2, 2, 3, 0 => hgemm_mma_pipeline_s3_f16_f16_bn, hgemm_mma_pipeline_s3_f16_f16_bt;
-    s5: 128, 128, 32, 2, 2, 5, 0 => hgemm_mma_pipeline_s5_f16_f16_bn, hgemm_mma_pipeline_s5_f16_f16_bt;
-    m256: 256, 128, 32, 4, 2, 3, 0 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
-    n64: 128, 64, 32, 2, 2, 4, 0 => hgemm_mma_pipeline_n64_f16_f16_bn, hgemm_mma_pipeline_n64_f16_f16_bt;
-    m256s4: 256, 128, 32, 4, 2, 4, 0 => hgemm_mma_pipeline_m256s4_f16_f16_bn, hgemm_mma_pipeline_m256s4_f16_f16_bt;
-    m256s5: 256, 128, 32, 4, 2, 5, 0 => hgemm_mma_pipeline_m256s5_f16_f16_bn, hgemm_mma_pipeline_m256s5_f16_f16_bt;
-    n256: 128, 256, 32, 2, 4, 4, 0 => hgemm_mma_pipeline_n256_f16_f16_bn, hgemm_mma_pipeline_n256_f16_f16_bt;
-    m256g8: 256, 128, 32, 4, 2, 4, 8 => hgemm_mma_pipeline_m256g8_f16_f16_bn, hgemm_mma_pipeline_m256g8_f16_f16_bt;
-    n256g16: 128, 256, 32, 2, 4, 4, 16 => hgemm_mma_pipeline_n256g16_f16_f16_bn, hgemm_mma_pipeline_n256g16_f16_f16_bt;
-    g8: 128, 128, 32, 2, 2, 4, 8 => hgemm_mma_pipeline_g8_f16_f16_bn, hgemm_mma_pipeline_g8_f16_f16_bt;
+    m256: 256, 128, 32, 4, 2, 4, 8 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
+    t128: 128, 128, 32, 2, 2, 4, 8 => hgemm_mma_pipeline_t128_f16_f16_bn, hgemm_mma_pipeline_t128_f16_f16_bt;
 }
