@@ -567,5 +567,4 @@ macro_rules! tunings {
 tunings! {
     m256: 256, 128, 32, 4, 2, 4, 8 => hgemm_mma_pipeline_m256_f16_f16_bn, hgemm_mma_pipeline_m256_f16_f16_bt;
     t128: 128, 128, 32, 2, 2, 4, 8 => hgemm_mma_pipeline_t128_f16_f16_bn, hgemm_mma_pipeline_t128_f16_f16_bt;
-    k64: 128, 256, 64, 2, 4, 3, 16 => hgemm_mma_pipeline_k64_f16_f16_bn, hgemm_mma_pipeline_k64_f16_f16_bt;
 }
