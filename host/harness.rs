@@ -144,12 +144,14 @@ pub fn time(
 /// How a kernel and its baseline share the timed interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pairing {
-    /// Rep by rep, alternating ([`time_pair`]): both see the same clock. The default.
+    /// Rep by rep, alternating ([`time_pair`]): both run at one clock, which the power
+    /// controller sets from the mix of the two (so above what the more power-hungry one
+    /// sustains alone, below what the other does): a per-clock comparison.
     Interleaved,
     /// Each in its own steady state: the kernel runs alone for [`SETTLE_MS`] (untimed, so the
     /// power controller settles on its clock), then its reps are timed; then the same for the
-    /// baseline. Under the power limit a kernel that draws less power than the baseline runs
-    /// at a higher clock, as it would in a user's loop.
+    /// baseline. What a user's loop of either kernel gets: under the power limit a kernel
+    /// that draws less power than the baseline runs at a higher clock. The default.
     Sequential,
 }
 
@@ -213,10 +215,10 @@ fn settle(gpu: &Gpu, launch: &mut impl FnMut(usize) -> Result<()>) -> Result<()>
 
 /// Times two launch sequences against each other, interleaved: each repetition times one
 /// launch of `a` and one of `b` back to back, in alternating order, so both see the same
-/// clocks. Under a sustained tensor-core load the H200 runs at its power limit and its clock
-/// drifts by ±10 % over seconds; timing `a` wholly before `b` folds that drift into their
-/// ratio (rows of one run moved 0.46 ↔ 0.56 × cuBLAS with no code change), interleaving does
-/// not. Warm-up launches alternate too.
+/// clock. Under a sustained tensor-core load the H200 runs at its power limit and its clock
+/// moves by ±15 % within a second (`nvidia-smi -lms`); timing `a` wholly before `b` without
+/// settling each first folds that drift into their ratio (rows of one run moved
+/// 0.46 ↔ 0.56 × cuBLAS with no code change). Warm-up launches alternate too.
 pub fn time_pair(
     gpu: &Gpu,
     cfg: &TimingConfig,

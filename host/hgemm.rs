@@ -1148,7 +1148,7 @@ pub fn bench(
         pipeline_tuning()?,
         p,
         timing,
-        harness::Pairing::Interleaved,
+        harness::Pairing::Sequential,
     )
 }
 
@@ -1182,8 +1182,7 @@ pub fn bench_tuned(
         })
         .collect::<Result<Vec<_>>>()?;
     let used = preps[0].variant;
-    // Interleaved with cuBLAS by default: the clock drifts under this load
-    // (`harness::time_pair`).
+    // `pairing`: each settled alone, or interleaved rep by rep (`harness::Pairing`).
     let outs = std::cell::RefCell::new(outs);
     let (ours, theirs) = pairing.time(
         gpu,

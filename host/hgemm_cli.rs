@@ -17,14 +17,15 @@ rustile hgemm analyze [MxNxK] [--variant mma|mma_pipeline] [--type f16|bf16] [--
                       [--pipeline NAME]   (simulator, no GPU: sectors and bank conflicts)
 rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
                     [--out same|f32] [--reps N] [--warmup N] [--pipelines LIST|all]
-                    [--timing interleaved|sequential]
+                    [--timing sequential|interleaved]
   sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)
   pipelines: mma_pipeline's tile configurations to run (default, and the tuning ones, which
              are built for f16 in and out only); RUSTILE_HGEMM_PIPELINE=NAME picks one for
              every command
-  timing: interleaved (default) times rustile and cuBLAS rep by rep, alternating, at the same
-          clock; sequential times all of rustile's reps, then cuBLAS's, each in its own steady
-          state (under the power limit the less power-hungry kernel clocks higher)";
+  timing: sequential (default) runs each of rustile and cuBLAS alone for 1 s, then times it:
+          each in its own steady state, as a loop of it would run (under the power limit the
+          less power-hungry kernel clocks higher); interleaved times them rep by rep,
+          alternating, at one shared clock (a per-clock comparison)";
 
 /// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
 pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
@@ -315,7 +316,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
         mode: L2Mode::Rotate,
     };
     let mut pipelines: Vec<Option<&'static Tuning>> = vec![hgemm::pipeline_tuning()?];
-    let mut pairing = crate::harness::Pairing::Interleaved;
+    let mut pairing = crate::harness::Pairing::Sequential;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || {

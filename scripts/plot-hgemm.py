@@ -11,7 +11,7 @@ layout = sys.argv[3] if len(sys.argv) > 3 else "bn"
 rows = []
 for line in open(path):
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if len(cells) != 9 or cells[0] in ("type", "---"):
+    if len(cells) < 9 or cells[0] in ("type", "---"):
         continue
     ty, b, shape, kernel, tf, cu, ratio = cells[:7]
     if b == layout:
