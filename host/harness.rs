@@ -103,42 +103,65 @@ pub fn time(
     cfg: &TimingConfig,
     mut launch: impl FnMut(usize) -> Result<()>,
 ) -> Result<Stats> {
+    let [s] = time_each(gpu, cfg, [&mut launch])?;
+    Ok(s)
+}
+
+/// The timing loop of [`time`] and [`time_pair`] over `N` launch sequences: the warm-up runs
+/// each in turn; each repetition times one launch of each, forwards on even repetitions and
+/// backwards on odd ones, each behind its own L2 flush (with [`L2Mode::Flush`]) and between its
+/// own pair of events.
+fn time_each<const N: usize>(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    mut launches: [&mut dyn FnMut(usize) -> Result<()>; N],
+) -> Result<[Stats; N]> {
     let stream = gpu.stream();
     let mut flush: Option<CudaSlice<u8>> = match cfg.mode {
         L2Mode::Flush => Some(gpu.alloc::<u8>(2 * gpu.info().l2_bytes, "L2 flush buffer")?),
         L2Mode::Rotate => None,
     };
     for i in 0..cfg.warmup {
-        launch(i)?;
+        for launch in launches.iter_mut() {
+            launch(i)?;
+        }
     }
     let ctx = gpu.context();
-    let mut pairs = Vec::with_capacity(cfg.reps);
+    let event = || {
+        ctx.new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())
+    };
+    let mut pairs: [Vec<(CudaEvent, CudaEvent)>; N] =
+        std::array::from_fn(|_| Vec::with_capacity(cfg.reps));
     for i in 0..cfg.reps {
-        if let Some(buf) = flush.as_mut() {
-            stream
-                .memset_zeros(buf)
-                .during(|| "flushing the L2".into())?;
+        for j in 0..N {
+            let which = if i % 2 == 0 { j } else { N - 1 - j };
+            if let Some(buf) = flush.as_mut() {
+                stream
+                    .memset_zeros(buf)
+                    .during(|| "flushing the L2".into())?;
+            }
+            let (start, end) = (event()?, event()?);
+            start
+                .record(stream)
+                .during(|| "recording an event".into())?;
+            launches[which](cfg.warmup + i)?;
+            end.record(stream).during(|| "recording an event".into())?;
+            pairs[which].push((start, end));
         }
-        let start = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        let end = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        start
-            .record(stream)
-            .during(|| "recording an event".into())?;
-        launch(cfg.warmup + i)?;
-        end.record(stream).during(|| "recording an event".into())?;
-        pairs.push((start, end));
     }
     gpu.synchronize("timed repetitions")?;
-    let samples = pairs
-        .iter()
-        .map(|(s, e)| s.elapsed_ms(e).map(f64::from))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .during(|| "reading event times".into())?;
-    Ok(Stats::from_samples(samples))
+    let mut stats = Vec::with_capacity(N);
+    for v in &pairs {
+        let samples = v
+            .iter()
+            .map(|(s, e)| s.elapsed_ms(e).map(f64::from))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .during(|| "reading event times".into())?;
+        stats.push(Stats::from_samples(samples));
+    }
+    // One `Stats` per launch sequence: `stats` has exactly N entries.
+    Ok(std::array::from_fn(|k| stats[k]))
 }
 
 /// How a kernel and its baseline share the timed interval.
@@ -225,49 +248,6 @@ pub fn time_pair(
     mut a: impl FnMut(usize) -> Result<()>,
     mut b: impl FnMut(usize) -> Result<()>,
 ) -> Result<(Stats, Stats)> {
-    let stream = gpu.stream();
-    let mut flush: Option<CudaSlice<u8>> = match cfg.mode {
-        L2Mode::Flush => Some(gpu.alloc::<u8>(2 * gpu.info().l2_bytes, "L2 flush buffer")?),
-        L2Mode::Rotate => None,
-    };
-    for i in 0..cfg.warmup {
-        a(i)?;
-        b(i)?;
-    }
-    let ctx = gpu.context();
-    let event = || {
-        ctx.new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())
-    };
-    let mut pairs = [Vec::with_capacity(cfg.reps), Vec::with_capacity(cfg.reps)];
-    for i in 0..cfg.reps {
-        for which in [i % 2, 1 - i % 2] {
-            if let Some(buf) = flush.as_mut() {
-                stream
-                    .memset_zeros(buf)
-                    .during(|| "flushing the L2".into())?;
-            }
-            let (start, end) = (event()?, event()?);
-            start
-                .record(stream)
-                .during(|| "recording an event".into())?;
-            if which == 0 {
-                a(cfg.warmup + i)?;
-            } else {
-                b(cfg.warmup + i)?;
-            }
-            end.record(stream).during(|| "recording an event".into())?;
-            pairs[which].push((start, end));
-        }
-    }
-    gpu.synchronize("timed repetitions")?;
-    let stats = |v: &Vec<(CudaEvent, CudaEvent)>| -> Result<Stats> {
-        let samples = v
-            .iter()
-            .map(|(s, e)| s.elapsed_ms(e).map(f64::from))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .during(|| "reading event times".into())?;
-        Ok(Stats::from_samples(samples))
-    };
-    Ok((stats(&pairs[0])?, stats(&pairs[1])?))
+    let [sa, sb] = time_each(gpu, cfg, [&mut a, &mut b])?;
+    Ok((sa, sb))
 }
