@@ -23,11 +23,13 @@
 //!   offsets. The entry points are
 //!   instantiated with `ALIGNED` only (16-byte-aligned bases, pitches multiples of 8: the host
 //!   checks); other pitches go to [`super::v01_mma`], which keeps the binary's PTX smaller.
-//! - **Bound**: `mma.sync` issues from the SM's warp schedulers, which on Hopper reach well
-//!   under the `wgmma` peak. Shared-memory traffic per warp and k16 step is eight
-//!   `ldmatrix.x4` (4 KiB) for 32 `mma`s (131 kflop): 32 flop/byte, against the SM's 128
-//!   bytes/clock and ~3800 tensor flop/clock — the `ldmatrix` stream alone nearly saturates
-//!   shared memory, which is why the sm_80 path cannot approach `wgmma`.
+//! - **Bound**: `mma.sync` issues from the SM's warp schedulers. On the H200 it peaks at
+//!   ~650 TFLOP/s with register operands and no memory traffic (`hgemm_peak_mma_*`), about two
+//!   thirds of `wgmma` (850–980); this kernel reaches 58–62 % of that ceiling at 8192³. Per
+//!   warp and k16 step, eight `ldmatrix.x4` (4 KiB) feed 32 `mma`s (131 kflop): 32 flop/byte
+//!   against shared memory's 128 bytes/clock. With the `cp.async` writes, the shared-memory
+//!   port alone would cap it near 0.7 of the tensor peak. At 8192³ the H200 also runs at its
+//!   power limit, where every instruction and every DRAM byte costs clock (`notes/hgemm.md`).
 
 use super::{Epilogue, TcIn, TcOut};
 use crate::gpu::{self, Elem, Vec16};
