@@ -205,7 +205,16 @@ unsafe fn stage_chunks<
                 // B: BK k-rows × nc chunks of n.
                 let (row, ch) = (id / nc, id % nc);
                 let dst = sb + off(nc, row, ch);
-                load_chunk::<ALIGNED, INTERIOR>(dst, b, k0 + row, n0 + 8 * ch, k, n, ldb);
+                if INTERIOR {
+                    // k0 · ldb apart from the stage-invariant row · ldb + column: the loop then
+                    // adds one uniform 64-bit offset per stage instead of a wide multiply per
+                    // chunk ((k0 + row) · ldb in u32 cannot be strength-reduced).
+                    let at = row as usize * ldb as usize + (n0 + 8 * ch) as usize;
+                    let src = b.add(k0 as usize * ldb as usize).add(at);
+                    gpu::cp_async_16(dst, src as *const Vec16);
+                } else {
+                    load_chunk::<ALIGNED, INTERIOR>(dst, b, k0 + row, n0 + 8 * ch, k, n, ldb);
+                }
             } else {
                 // Bᵀ: BN n-rows × kc chunks of k.
                 let (row, ch) = (id / kc, id % kc);
