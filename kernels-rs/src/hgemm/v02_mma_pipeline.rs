@@ -19,7 +19,7 @@
 //!   outside. So any M, N, K works, and the tails cost only at the edges: a stage wholly
 //!   inside the matrices takes one branch-free run of `cp.async`s. For a block inside M and N
 //!   the steady-state loop has no edge test at all: its loads and `mma`s are one basic block
-//!   (122–144 SASS instructions per 64 `HMMA`), and the ring is addressed by wrapping byte
+//!   (122 SASS instructions per 64 `HMMA` for Bᵀ, 129 for row-major B), and the ring is addressed by wrapping byte
 //!   offsets. The entry points are
 //!   instantiated with `ALIGNED` only (16-byte-aligned bases, pitches multiples of 8: the host
 //!   checks); other pitches go to [`super::v01_mma`], which keeps the binary's PTX smaller.
@@ -61,7 +61,8 @@ pub const fn shared_bytes(bm: u32, bn: u32, bk: u32, stages: u32) -> usize {
 /// The default configuration, and what it beat on the H200 (8192³ f16, × cuBLAS in the same
 /// process, B row-major / B transposed, rustile and cuBLAS timed interleaved at the same
 /// clock; `notes/hgemm.md` has every run, sequential timings too):
-/// 128×256×32, 2×4 warps, 4 stages, grouped by 16 (this one): 0.477 / 0.511;
+/// 128×256×32, 2×4 warps, 4 stages, grouped by 16 (this one): 0.477 / 0.511, and 0.504 /
+/// 0.511 once B row-major's chunk addresses lost their wide multiply;
 /// the same in row-major block order: 0.458 / 0.505;
 /// 256×128×32, 4×2 warps, 4 stages, grouped by 8: 0.462 / 0.496 (row-major 0.448 / 0.498);
 /// 128×128×32, 2×2 warps, 4 stages (the earlier default): 0.454 / 0.506, grouped by 8:
