@@ -19,10 +19,11 @@
 //!   outside. So any M, N, K works, and the tails cost only at the edges: a stage wholly
 //!   inside the matrices takes one branch-free run of `cp.async`s. For a block inside M and N
 //!   the steady-state loop has no edge test at all: its loads and `mma`s are one basic block
-//!   (122 SASS instructions per 64 `HMMA` for Bᵀ, 129 for row-major B), and the ring is addressed by wrapping byte
-//!   offsets. The entry points are
-//!   instantiated with `ALIGNED` only (16-byte-aligned bases, pitches multiples of 8: the host
-//!   checks); other pitches go to [`super::v01_mma`], which keeps the binary's PTX smaller.
+//!   (122 SASS instructions per 64 `HMMA` for Bᵀ, 129 for row-major B, whose chunk addresses
+//!   add one uniform `k0 · ldb` per stage), and the ring is addressed by wrapping byte
+//!   offsets. The entry points are instantiated with `ALIGNED` only (16-byte-aligned bases,
+//!   pitches multiples of 8: the host checks); other pitches go to [`super::v01_mma`], which
+//!   keeps the binary's PTX smaller.
 //! - **Bound**: `mma.sync` issues from the SM's warp schedulers. On the H200 it peaks at
 //!   ~650 TFLOP/s with register operands and no memory traffic (`hgemm_peak_mma_*`), about two
 //!   thirds of `wgmma` (850–980); this kernel reaches 58–62 % of that ceiling at 8192³. Per
