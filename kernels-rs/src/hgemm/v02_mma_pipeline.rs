@@ -3,7 +3,7 @@
 //! - **Tile** 128 × 256 × 32 per block of eight warps (2 × 4); each warp owns 64 × 64 of C
 //!   (4 × 8 `m16n8` tiles, 128 f32 accumulators per lane) and per k16 step loads its fragments
 //!   with four `ldmatrix.x4` for A and four for B (`.trans` when B is row-major), then issues
-//!   32 `mma`s. One block per SM (241 registers × 256 threads).
+//!   32 `mma`s. One block per SM (252–254 registers × 256 threads).
 //! - **Block order** grouped in bands of 16 tile rows ([`GROUP_M`]): a wave of blocks shares
 //!   fewer A rows and B columns, so less comes from DRAM — and at 8192³ the H200 runs at its
 //!   power limit, where DRAM traffic costs clock.
