@@ -170,7 +170,7 @@ pub fn run(
                     &mut progress,
                     rows,
                 ),
-                DType::F16 => bench_problem::<half::f16>(
+                DType::F16 | DType::Bf16 => bench_problem::<half::f16>(
                     gpu,
                     &kernels,
                     problem,

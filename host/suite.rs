@@ -171,7 +171,7 @@ pub fn validate_all(
             );
             let result = match dtype {
                 DType::F32 => validate::<f32>(backend, kernel, &problem, &mut rng),
-                DType::F16 => validate::<half::f16>(backend, kernel, &problem, &mut rng),
+                DType::F16 | DType::Bf16 => validate::<half::f16>(backend, kernel, &problem, &mut rng),
             };
             CaseOutcome {
                 kernel: name,
@@ -224,7 +224,7 @@ pub fn analyze(
     let mut rng = SmallRng::seed_from_u64(seed);
     match dtype {
         DType::F32 => validate::<f32>(&backend, kernel, problem, &mut rng)?,
-        DType::F16 => validate::<half::f16>(&backend, kernel, problem, &mut rng)?,
+        DType::F16 | DType::Bf16 => validate::<half::f16>(&backend, kernel, problem, &mut rng)?,
     }
     let Backend::Simulator(sim) = backend else {
         unreachable!()

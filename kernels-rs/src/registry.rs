@@ -7,6 +7,8 @@ pub enum DType {
     F32,
     /// IEEE binary16 (moved by bit pattern as `u16` on the device).
     F16,
+    /// bfloat16 (moved by bit pattern as `u16` on the device).
+    Bf16,
 }
 
 impl DType {
@@ -14,7 +16,7 @@ impl DType {
     pub const fn bytes(self) -> usize {
         match self {
             DType::F32 => 4,
-            DType::F16 => 2,
+            DType::F16 | DType::Bf16 => 2,
         }
     }
 
@@ -23,6 +25,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::Bf16 => "bf16",
         }
     }
 }
@@ -34,6 +37,8 @@ pub mod elem {
     pub type F32 = f32;
     /// `DType::F16` on the device: the bit pattern.
     pub type F16 = u16;
+    /// `DType::Bf16` on the device: the bit pattern.
+    pub type Bf16 = u16;
 }
 
 /// Kernel families.
@@ -185,7 +190,7 @@ impl KernelInfo {
     pub fn shared_bytes(&self, dtype: DType) -> usize {
         match dtype {
             DType::F32 => self.shared_bytes_f32,
-            DType::F16 => self.shared_bytes_f16,
+            DType::F16 | DType::Bf16 => self.shared_bytes_f16,
         }
     }
 
