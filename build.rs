@@ -143,5 +143,6 @@ fn build_flavour(
     }
     let ptx = target_dir.join("nvptx64-nvidia-cuda/release/rustile_kernels.ptx");
     let text = std::fs::read_to_string(&ptx).map_err(|e| format!("{}: {e}", ptx.display()))?;
-    Ok(apply_launch_bounds(&text).into_bytes())
+    let bounds: Vec<_> = rustile_kernels::registry::launch_bounds().collect();
+    Ok(apply_launch_bounds(&text, &bounds).into_bytes())
 }

@@ -86,30 +86,17 @@ pub fn kernel_source_hash(kernels_dir: &Path, toolchain_file: &Path) -> String {
         h.update([0]);
     }
     h.update(std::fs::read(toolchain_file).unwrap_or_default());
-    for (name, threads, blocks) in LAUNCH_BOUNDS {
-        h.update(format!("{name}:{threads}:{blocks}").as_bytes());
-        h.update([0]);
-    }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Launch bounds, CUDA's `__launch_bounds__(threads, min_blocks)`: rustc has no attribute for
-/// them, so the build adds `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` to these entries
-/// of the generated PTX, and ptxas caps registers at 65536 / (threads · min_blocks). A name
-/// ending in `*` matches every entry it prefixes.
+/// Inserts launch bounds — CUDA's `__launch_bounds__(threads, min_blocks)`, which rustc has no
+/// attribute for — as `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` after each named
+/// entry's parameter list, so ptxas caps registers at 65536 / (threads · min_blocks); and drops
+/// LLVM's `// begin inline asm` / `// end inline asm` comment lines. `bounds` holds
+/// `(symbol, threads, min_blocks)`: the registry records' `bounds`
+/// (`rustile_kernels::registry::launch_bounds`).
 #[allow(dead_code)]
-pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
-    ("sgemm_double_buffer_f32", 256, 2),
-    ("hgemm_wgmma_ws_*", 384, 1),
-    ("sgemm_kgroup_ring_kg1_f32", 128, 1),
-    ("sgemm_kgroup_ring_f32", 256, 1),
-    ("sgemm_kgroup_ring_kg4_f32", 512, 1),
-];
-
-/// Inserts the [`LAUNCH_BOUNDS`] directives after each named entry's parameter list, and drops
-/// LLVM's `// begin inline asm` / `// end inline asm` comment lines.
-#[allow(dead_code)]
-pub fn apply_launch_bounds(ptx: &str) -> String {
+pub fn apply_launch_bounds(ptx: &str, bounds: &[(&str, u32, u32)]) -> String {
     let mut out = String::with_capacity(ptx.len() + 256);
     let mut pending: Option<(u32, u32)> = None;
     for line in ptx.lines() {
@@ -121,12 +108,9 @@ pub fn apply_launch_bounds(ptx: &str) -> String {
         out.push('\n');
         if let Some(rest) = line.trim_start().strip_prefix(".visible .entry ") {
             let name = rest.split('(').next().unwrap_or_default();
-            pending = LAUNCH_BOUNDS
+            pending = bounds
                 .iter()
-                .find(|(n, _, _)| match n.strip_suffix('*') {
-                    Some(prefix) => name.starts_with(prefix),
-                    None => *n == name,
-                })
+                .find(|(n, _, _)| *n == name)
                 .map(|(_, t, b)| (*t, *b));
         }
         if let Some((threads, blocks)) = pending {

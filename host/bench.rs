@@ -68,7 +68,7 @@ impl Sweep {
             Family::Copy => parse_sizes(family, "16777216,67108864,268435456,268435459").ok(),
             Family::Strided => parse_sizes(family, "33554432").ok(),
             Family::Transpose => parse_sizes(family, "4096x4096,8192x8192,8191x8193").ok(),
-            Family::Gemm => None,
+            Family::Gemm | Family::Hgemm | Family::Selftest => None,
         };
         Sweep {
             family,
@@ -92,7 +92,7 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
     let mut out = Vec::new();
     for item in text.split(',').filter(|s| !s.trim().is_empty()) {
         match family {
-            Family::Gemm => unreachable!("handled above"),
+            Family::Gemm | Family::Hgemm | Family::Selftest => unreachable!("handled above"),
             Family::Copy => out.push(Problem::Copy(CopyProblem { n: num(item)? })),
             Family::Strided => {
                 let n = num(item)?;
@@ -123,7 +123,7 @@ pub fn parse_shape(family: Family, text: &str) -> Result<Problem> {
     let bad = || Error::Usage(format!("bad shape `{text}` for {}", family.name()));
     let num = |s: &str| s.trim().parse::<usize>().map_err(|_| bad());
     Ok(match family {
-        Family::Gemm => return Err(bad()),
+        Family::Gemm | Family::Hgemm | Family::Selftest => return Err(bad()),
         Family::Copy => Problem::Copy(CopyProblem { n: num(text)? }),
         Family::Strided => {
             let (n, s) = text.split_once(':').unwrap_or((text, "1"));
@@ -151,11 +151,9 @@ pub fn run(
     mut progress: impl FnMut(&str),
 ) -> Result<Vec<BenchRow>> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let kernels: Vec<&KernelInfo> = rustile_kernels::KERNELS
-        .iter()
-        .copied()
-        .filter(|k| k.family == sweep.family)
-        .collect();
+    let kernels: Vec<&KernelInfo> =
+        rustile_kernels::registry::of(sweep.family, rustile_kernels::registry::Role::Ladder)
+            .collect();
     let mut rows = Vec::new();
     for problem in &sweep.problems {
         for &dtype in &sweep.dtypes {

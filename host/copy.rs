@@ -97,10 +97,7 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 pub(crate) fn family_variants(
     family: rustile_kernels::registry::Family,
 ) -> impl Iterator<Item = &'static KernelInfo> {
-    rustile_kernels::KERNELS
-        .iter()
-        .copied()
-        .filter(move |k| k.family == family)
+    rustile_kernels::registry::of(family, rustile_kernels::registry::Role::Ladder)
 }
 
 /// The variant the dispatcher uses (fastest measured on the H200, `bench-results/`).

@@ -218,10 +218,7 @@ impl GemmProblem {
 
 /// The variants of this family.
 pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
-    rustile_kernels::KERNELS
-        .iter()
-        .copied()
-        .filter(|k| k.family == Family::Gemm)
+    rustile_kernels::registry::of(Family::Gemm, rustile_kernels::registry::Role::Ladder)
 }
 
 /// The variant the dispatcher runs for `problem` on a GPU of `sm_count` SMs (measurements in

@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::hgemm::{v01_mma, v02_mma_pipeline, v03_wgmma_ws};
-use rustile_kernels::registry::SimFn;
+use rustile_kernels::registry::{DType, Entry, KernelInfo, Layout, SimFn};
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
@@ -102,7 +102,7 @@ pub struct PipelineGeometry {
     /// Entry point.
     pub symbol: &'static str,
     /// Its simulator entry.
-    pub sim: SimFn,
+    pub sim: Option<SimFn>,
     /// Threads per block.
     pub threads: u32,
     /// Dynamic shared bytes.
@@ -153,40 +153,16 @@ pub fn pipeline_tuning() -> Result<Option<&'static Tuning>> {
 /// The `mma_pipeline` entry for `p`: the default configuration's, or `tuning`'s, which exist
 /// for f16 in and out only.
 pub fn pipeline_geometry(p: &Problem, tuning: Option<&Tuning>) -> Result<PipelineGeometry> {
-    let symbol = Variant::MmaPipeline.symbol(p);
-    let (entries, threads, shared, tile) = match tuning {
-        None => (
-            v02_mma_pipeline::ENTRIES,
-            v02_mma_pipeline::THREADS,
-            v02_mma_pipeline::SHARED_BYTES,
-            (v02_mma_pipeline::BM, v02_mma_pipeline::BN),
-        ),
-        Some(t) => (t.entries, t.threads, t.shared, (t.bm, t.bn)),
+    let kernel = tuning.map_or(&v02_mma_pipeline::INFO, |t| t.info);
+    let entry = entry_of(kernel, p)?;
+    let rustile_kernels::registry::Launch::Tiles { tile, .. } = kernel.launch else {
+        unreachable!("mma_pipeline records are tiled launches")
     };
-    let want = match tuning {
-        None => symbol,
-        Some(t) => symbol.replacen(
-            "hgemm_mma_pipeline_",
-            &format!("hgemm_mma_pipeline_{}_", t.name),
-            1,
-        ),
-    };
-    let (symbol, sim) = entries
-        .iter()
-        .copied()
-        .find(|(s, _)| *s == want)
-        .ok_or_else(|| Error::Unsupported {
-            kernel: "hgemm/mma_pipeline".into(),
-            what: format!(
-                "configuration `{}` is built for f16 in and out only (no `{want}`)",
-                tuning.map_or("default", |t| t.name)
-            ),
-        })?;
     Ok(PipelineGeometry {
-        symbol,
-        sim,
-        threads,
-        shared,
+        symbol: entry.symbol,
+        sim: entry.sim,
+        threads: kernel.threads(),
+        shared: kernel.shared_bytes_f16,
         tile,
     })
 }
@@ -241,18 +217,44 @@ impl Variant {
         }
     }
 
-    fn symbol(self, p: &Problem) -> String {
-        let out = match p.out {
-            OutType::Same => p.ty.name(),
-            OutType::F32 => "f32",
-        };
-        let prefix = match self {
-            Variant::Mma => "hgemm_mma",
-            Variant::MmaPipeline => "hgemm_mma_pipeline",
-            Variant::WgmmaWs => "hgemm_wgmma_ws",
-        };
-        format!("{prefix}_{}_{out}_{}", p.ty.name(), p.b.tag())
+    /// The variant's registry record.
+    pub fn info(self) -> &'static KernelInfo {
+        match self {
+            Variant::Mma => &v01_mma::INFO,
+            Variant::MmaPipeline => &v02_mma_pipeline::INFO,
+            Variant::WgmmaWs => &v03_wgmma_ws::INFO,
+        }
     }
+
+    fn symbol(self, p: &Problem) -> String {
+        entry_of(self.info(), p).map_or_else(|_| String::new(), |e| e.symbol.to_string())
+    }
+}
+
+/// The registry signature `(input, output, B layout)` of `p`.
+pub fn signature(p: &Problem) -> (DType, DType, Layout) {
+    let input = match p.ty {
+        InType::F16 => DType::F16,
+        InType::Bf16 => DType::Bf16,
+    };
+    let out = match p.out {
+        OutType::Same => input,
+        OutType::F32 => DType::F32,
+    };
+    let layout = match p.b {
+        BLayout::RowMajor => Layout::Bn,
+        BLayout::Transposed => Layout::Bt,
+    };
+    (input, out, layout)
+}
+
+/// `kernel`'s entry for `p`'s signature, or [`Error::Unsupported`] naming what is missing.
+pub fn entry_of(kernel: &'static KernelInfo, p: &Problem) -> Result<&'static Entry> {
+    let (i, o, l) = signature(p);
+    kernel.entry_for(i, o, l).ok_or_else(|| Error::Unsupported {
+        kernel: format!("hgemm/{}", kernel.name),
+        what: format!("not built for {} in, {} out, B {:?}", i.name(), o.name(), l),
+    })
 }
 
 /// One problem: shape, layouts, types and the epilogue's scalars.
@@ -1264,15 +1266,10 @@ pub fn validate_sim_tuned(
     p.check()?;
     let (symbol, entry, threads, shared, (bm, bn)) = match variant {
         Variant::Mma => {
-            let symbol = variant.symbol(p);
-            let entry = v01_mma::ENTRIES
-                .iter()
-                .find(|(s, _)| *s == symbol)
-                .map(|(_, e)| *e)
-                .ok_or_else(|| Error::Usage(format!("no simulator entry `{symbol}`")))?;
+            let e = entry_of(&v01_mma::INFO, p)?;
             (
-                symbol,
-                entry,
+                e.symbol.to_string(),
+                e.sim,
                 v01_mma::THREADS,
                 v01_mma::SHARED_BYTES,
                 (v01_mma::BM, v01_mma::BN),

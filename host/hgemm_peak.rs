@@ -4,7 +4,6 @@
 //! three iterations must give exactly three times one (small-integer operands, exact sums).
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use rustile_kernels::gpu::MmaKind;
 use rustile_kernels::hgemm::peak;
 
 use crate::error::{DriverContext, Error, Result};
@@ -45,10 +44,10 @@ pub struct Ceiling {
     pub stats: Stats,
 }
 
-fn kind(ty: InType) -> MmaKind {
+fn dtype(ty: InType) -> rustile_kernels::registry::DType {
     match ty {
-        InType::F16 => MmaKind::F16,
-        InType::Bf16 => MmaKind::Bf16,
+        InType::F16 => rustile_kernels::registry::DType::F16,
+        InType::Bf16 => rustile_kernels::registry::DType::Bf16,
     }
 }
 
@@ -57,10 +56,10 @@ fn plan(gpu: &Gpu, pipe: Pipe, ty: InType) -> Result<(&'static str, LaunchConfig
     let sms = gpu.info().sm_count;
     match pipe {
         Pipe::MmaSync => {
-            let symbol = peak::MMA_ENTRIES
+            let symbol = peak::MMA_SYMBOLS
                 .iter()
-                .find(|(_, k, _)| *k == kind(ty))
-                .map(|(s, _, _)| *s)
+                .find(|e| e.dtype == dtype(ty))
+                .map(|e| e.symbol)
                 .ok_or_else(|| Error::Usage(format!("no mma.sync ceiling for {}", ty.name())))?;
             // Two blocks of eight warps per SM: 256 independent accumulators in flight.
             let blocks = 2 * sms;
@@ -85,8 +84,8 @@ fn plan(gpu: &Gpu, pipe: Pipe, ty: InType) -> Result<(&'static str, LaunchConfig
             }
             let symbol = peak::WGMMA_SYMBOLS
                 .iter()
-                .find(|(_, k)| *k == kind(ty))
-                .map(|(s, _)| *s)
+                .find(|e| e.dtype == dtype(ty))
+                .map(|e| e.symbol)
                 .ok_or_else(|| Error::Usage(format!("no wgmma ceiling for {}", ty.name())))?;
             let cfg = LaunchConfig {
                 grid_dim: (sms, 1, 1),
@@ -197,10 +196,10 @@ pub fn measure(gpu: &Gpu, pipe: Pipe, ty: InType, timing: &TimingConfig) -> Resu
 
 /// The `mma.sync` ceiling in the simulator: one block, every thread's sum.
 pub fn outputs_sim(sim: &crate::sim::Simulator, ty: InType, iters: u32) -> Result<Vec<f32>> {
-    let (symbol, _, entry) = peak::MMA_ENTRIES
+    let (symbol, entry) = peak::MMA_SYMBOLS
         .iter()
-        .find(|(_, k, _)| *k == kind(ty))
-        .copied()
+        .find(|e| e.dtype == dtype(ty))
+        .map(|e| (e.symbol, e.sim))
         .ok_or_else(|| Error::Usage(format!("no mma.sync ceiling for {}", ty.name())))?;
     let n = peak::MMA_THREADS as usize;
     let out = sim.alloc::<f32>(n, "ceiling output")?;

@@ -233,6 +233,12 @@ fn analyze(args: &[String]) -> Result<()> {
         Family::Copy => "4096".to_string(),
         Family::Strided => "4096:4".to_string(),
         Family::Transpose => "256x256".to_string(),
+        Family::Hgemm | Family::Selftest => {
+            return Err(Error::Usage(format!(
+                "`analyze {}` is not supported here; use `rustile hgemm analyze`",
+                family.name()
+            )))
+        }
     };
     let mut dtype = DType::F32;
     let mut it = args[1..].iter();
@@ -468,12 +474,10 @@ fn gemm_bench(
         .map(rustile::gemm::parse_shape)
         .collect::<Result<_>>()?;
     let all: Vec<_> = rustile::gemm::variants()
-        .chain(
-            rustile_kernels::registry::EXPERIMENTS
-                .iter()
-                .copied()
-                .filter(|k| k.family == Family::Gemm),
-        )
+        .chain(rustile_kernels::registry::of(
+            Family::Gemm,
+            rustile_kernels::registry::Role::Experiment,
+        ))
         .collect();
     let variants: Vec<_> = match variants {
         None => rustile::gemm::variants().collect(),

@@ -5,7 +5,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rustile_kernels::gpu::MmaKind;
-use rustile_kernels::selftest::{SELFTESTS, SHARED_BYTES, THREADS};
+use rustile_kernels::selftest::{SHARED_BYTES, SYMBOLS, THREADS};
 
 use crate::backend::{Backend, Buf};
 use crate::error::{DriverContext, Error, Result};
@@ -79,10 +79,14 @@ pub const D_LEN: usize = 512;
 /// `ldmatrix.x2` (elements 0..128), through `B` and `ldmatrix.x2.trans` (128..256), through `Bᵀ`
 /// and two `ldmatrix.x1` (256..384), through `B` and two `ldmatrix.x1.trans` (384..512).
 pub fn run(backend: &Backend, kind: MmaKind, inputs: &TcInputs) -> Result<Vec<f32>> {
-    let (symbol, _, sim_entry) = SELFTESTS
+    let want = match kind {
+        MmaKind::F16 => rustile_kernels::registry::DType::F16,
+        MmaKind::Bf16 => rustile_kernels::registry::DType::Bf16,
+    };
+    let (symbol, sim_entry) = SYMBOLS
         .iter()
-        .find(|(_, k, _)| *k == kind)
-        .copied()
+        .find(|e| e.dtype == want)
+        .map(|e| (e.symbol, e.sim))
         .ok_or_else(|| Error::Usage(format!("no self-test for {kind:?}")))?;
     let a = backend.upload(&inputs.a, "A")?;
     let bt = backend.upload(&inputs.b_transposed(), "Bᵀ")?;

@@ -3,7 +3,7 @@
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
+use rustile_kernels::registry::{DType, Family, KernelInfo, Role, KERNELS};
 
 use crate::backend::{Backend, Buf};
 use crate::check;
@@ -28,7 +28,7 @@ pub enum Scale {
 pub fn validation_problems(family: Family, scale: Scale) -> Vec<Problem> {
     let all: Vec<Problem> = match family {
         // SGEMM has three operands and a tolerance: `crate::gemm::validation_problems`.
-        Family::Gemm => vec![],
+        Family::Gemm | Family::Hgemm | Family::Selftest => vec![],
         Family::Copy => [
             1,
             3,
@@ -126,6 +126,7 @@ pub struct CaseOutcome {
 pub fn cases(scale: Scale) -> Vec<(&'static KernelInfo, DType, Problem)> {
     KERNELS
         .iter()
+        .filter(|k| Family::MEMORY.contains(&k.family) && k.role == Role::Ladder)
         .flat_map(|k| {
             k.symbols.iter().map(|e| e.dtype).flat_map(move |dtype| {
                 validation_problems(k.family, scale)
@@ -171,7 +172,9 @@ pub fn validate_all(
             );
             let result = match dtype {
                 DType::F32 => validate::<f32>(backend, kernel, &problem, &mut rng),
-                DType::F16 | DType::Bf16 => validate::<half::f16>(backend, kernel, &problem, &mut rng),
+                DType::F16 | DType::Bf16 => {
+                    validate::<half::f16>(backend, kernel, &problem, &mut rng)
+                }
             };
             CaseOutcome {
                 kernel: name,

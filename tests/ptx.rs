@@ -67,42 +67,13 @@ fn committed_ptx_matches_the_kernel_sources() {
 
 #[test]
 fn every_registered_kernel_is_in_both_flavours_and_nothing_else() {
-    let mut registered: Vec<&str> = KERNELS
-        .iter()
-        .flat_map(|k| k.symbols.iter().map(|e| e.symbol))
-        .chain(
-            rustile_kernels::selftest::SELFTESTS
-                .iter()
-                .map(|(s, _, _)| *s),
-        )
-        .chain(
-            rustile_kernels::registry::HELPERS
-                .iter()
-                .flat_map(|h| h.iter().map(|e| e.symbol)),
-        )
-        .chain(
-            rustile_kernels::registry::EXPERIMENTS
-                .iter()
-                .flat_map(|k| k.symbols.iter().map(|e| e.symbol)),
-        )
-        .collect();
-    registered.extend(rustile_kernels::hgemm::mma_symbols());
-    registered.extend(
-        rustile_kernels::hgemm::peak::MMA_ENTRIES
-            .iter()
-            .map(|(s, _, _)| *s),
-    );
+    // The registry is the one list: every record's entries, each in the flavours it needs.
     for flavour in Flavour::ALL {
-        let mut want = registered.clone();
-        if flavour == Flavour::Sm90a {
-            want.extend(rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS);
-            want.push(rustile_kernels::selftest::hopper::SYMBOL);
-            want.extend(
-                rustile_kernels::hgemm::peak::WGMMA_SYMBOLS
-                    .iter()
-                    .map(|(s, _)| *s),
-            );
-        }
+        let mut want: Vec<&str> = KERNELS
+            .iter()
+            .filter(|k| k.in_flavour(flavour == Flavour::Sm90a))
+            .flat_map(|k| k.symbols.iter().map(|e| e.symbol))
+            .collect();
         want.sort_unstable();
         let mut entries = ptx::entries(flavour.text());
         entries.sort_unstable();
@@ -228,11 +199,12 @@ fn wgmma_kernels_are_hgmma_in_sass_and_never_serialized() {
         !log.contains("C7514") && !log.contains("C7517") && !log.contains("serialized"),
         "ptxas serialized wgmma:\n{log}"
     );
-    let peaks = rustile_kernels::hgemm::peak::WGMMA_SYMBOLS.map(|(s, _)| s);
-    for symbol in rustile_kernels::hgemm::v03_wgmma_ws::SYMBOLS
+    // Every wgmma entry of the registry (the GEMM and its ceiling).
+    let wgmma = KERNELS
         .iter()
-        .chain(&peaks)
-    {
+        .filter(|k| k.needs.sm90a && k.role != rustile_kernels::registry::Role::SelfTest)
+        .flat_map(|k| k.symbols.iter().map(|e| e.symbol));
+    for symbol in wgmma {
         let body = ptxas::sass_function(&sass, symbol)
             .unwrap_or_else(|| panic!("{symbol} missing from the SASS"));
         let hgmma = body.matches("HGMMA").count();

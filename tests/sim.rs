@@ -157,7 +157,7 @@ fn run(
         block: (block, 1, 1),
         shared_bytes: shared,
     };
-    sim.launch("planted", kernel, &launch, args)
+    sim.launch("planted", Some(kernel), &launch, args)
 }
 
 fn expect_sim_error(r: Result<(), Error>, needle: &str) -> String {
@@ -221,7 +221,12 @@ fn planted_out_of_bounds_write_is_caught() {
         shared_bytes: 0,
     };
     let text = expect_sim_error(
-        sim.launch("planted", off_by_one_kernel, &launch, &[buf.addr(), 100]),
+        sim.launch(
+            "planted",
+            Some(off_by_one_kernel),
+            &launch,
+            &[buf.addr(), 100],
+        ),
         "out-of-bounds global store",
     );
     assert!(
@@ -340,7 +345,7 @@ fn misaligned_global_access_is_caught() {
         shared_bytes: 0,
     };
     expect_sim_error(
-        sim.launch("planted", misaligned_kernel, &launch, &[buf.addr()]),
+        sim.launch("planted", Some(misaligned_kernel), &launch, &[buf.addr()]),
         "misaligned",
     );
 }
@@ -410,7 +415,7 @@ fn warp_collectives_compute_what_ptx_defines() {
         block: (64, 1, 1),
         shared_bytes: 0,
     };
-    sim.launch("warp_sum", warp_sum_kernel, &launch, &[buf.addr()])
+    sim.launch("warp_sum", Some(warp_sum_kernel), &launch, &[buf.addr()])
         .unwrap();
     let got = sim.read(&buf).unwrap();
     let sum = |w: u32| (32 * w..32 * w + 32).sum::<u32>();
@@ -495,7 +500,7 @@ fn cp_async_data_arrives_only_at_the_wait() {
     };
     sim.launch(
         "early_read",
-        early_read_kernel,
+        Some(early_read_kernel),
         &launch,
         &[src.addr(), dst.addr()],
     )
@@ -515,7 +520,10 @@ fn cp_async_data_arrives_only_at_the_wait() {
 #[test]
 fn tuning_experiments_are_correct_too() {
     let backend = Backend::Simulator(Simulator::default());
-    for k in rustile_kernels::registry::EXPERIMENTS {
+    for k in rustile_kernels::registry::KERNELS
+        .iter()
+        .filter(|k| k.role == rustile_kernels::registry::Role::Experiment)
+    {
         for p in rustile::gemm::validation_problems() {
             let p = if rustile::gemm::GemmProblem::vectorized(k) {
                 p.aligned()

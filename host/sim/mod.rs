@@ -268,7 +268,7 @@ impl Simulator {
     pub fn launch(
         &self,
         kernel: &str,
-        entry: SimFn,
+        entry: Option<SimFn>,
         launch: &SimLaunch,
         args: &[u64],
     ) -> Result<()> {
@@ -277,6 +277,14 @@ impl Simulator {
                 kernel: kernel.to_string(),
                 what,
             })
+        };
+        let Some(entry) = entry else {
+            return Err(Error::Unsupported {
+                kernel: kernel.to_string(),
+                what: "this kernel exists only in the sm_90a flavour (wgmma, TMA); the simulator \
+                       cannot run it"
+                    .into(),
+            });
         };
         let (bx, by, bz) = launch.block;
         let threads = bx as u64 * by as u64 * bz as u64;

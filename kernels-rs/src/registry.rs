@@ -52,15 +52,21 @@ pub enum Family {
     Transpose,
     /// f32 matrix product `C = α·A·B + β·C`.
     Gemm,
+    /// Tensor-core matrix product, f16/bf16 in, f32 accumulation.
+    Hgemm,
+    /// Self-tests of the tensor-core primitives (not a family a user runs).
+    Selftest,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 4] = [
+    pub const ALL: [Family; 6] = [
         Family::Copy,
         Family::Strided,
         Family::Transpose,
         Family::Gemm,
+        Family::Hgemm,
+        Family::Selftest,
     ];
     /// The memory-movement families (one source, one destination; `Problem` in the host).
     pub const MEMORY: [Family; 3] = [Family::Copy, Family::Strided, Family::Transpose];
@@ -72,6 +78,8 @@ impl Family {
             Family::Strided => "strided",
             Family::Transpose => "transpose",
             Family::Gemm => "gemm",
+            Family::Hgemm => "hgemm",
+            Family::Selftest => "selftest",
         }
     }
 }
@@ -89,6 +97,12 @@ pub enum Launch {
         /// Extra rows the grid must cover: `rows_ext = rows + halo_rows`.
         halo_rows: u32,
     },
+    /// Persistent: about one block per SM, each walking output tiles of `tile` (rows, cols)
+    /// through the tile scheduler.
+    Persistent {
+        /// Output elements each tile covers, `(rows, cols)`.
+        tile: (u32, u32),
+    },
 }
 
 impl Launch {
@@ -96,7 +110,7 @@ impl Launch {
     /// `None`).
     pub const fn tile_grid(self, rows: u64, cols: u64) -> Option<(u64, u64, u64)> {
         match self {
-            Launch::Linear => None,
+            Launch::Linear | Launch::Persistent { .. } => None,
             Launch::Tiles { tile, halo_rows } => Some((
                 cols.div_ceil(tile.1 as u64),
                 (rows + halo_rows as u64).div_ceil(tile.0 as u64),
@@ -110,15 +124,87 @@ impl Launch {
 /// 64 bits (pointers are simulated device addresses).
 pub type SimFn = unsafe fn(&[u64]);
 
-/// One instantiation of a variant.
+/// The layout of a matrix product's B operand an entry is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Not a matrix product, or the kernel takes one layout only.
+    Any,
+    /// B row-major, K × N (N contiguous).
+    Bn,
+    /// B transposed, stored N × K (K contiguous).
+    Bt,
+}
+
+/// One instantiation of a variant: its signature, PTX symbol and simulator entry.
 #[derive(Debug)]
 pub struct Entry {
-    /// Element type.
+    /// Input element type.
     pub dtype: DType,
+    /// Output element type (the input type for the memory families).
+    pub out: DType,
+    /// B layout (matrix products).
+    pub layout: Layout,
     /// PTX symbol.
     pub symbol: &'static str,
-    /// The same kernel compiled for the host, for the simulator.
-    pub sim: SimFn,
+    /// The same kernel compiled for the host, for the simulator; `None` for kernels that exist
+    /// only in the sm_90a flavour (`wgmma`, TMA), which the simulator cannot run.
+    pub sim: Option<SimFn>,
+}
+
+/// What a variant is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A step of its family's ladder: validated, benchmarked, possibly dispatched to.
+    Ladder,
+    /// Launched by a dispatcher as part of another kernel's work (padding, split-K reduce,
+    /// the pre-transposed-A pipeline).
+    Helper,
+    /// A tuning experiment: compiled and benchmarkable, not validated by default.
+    Experiment,
+    /// An alternative tile configuration of a ladder step (picked by an explicit option).
+    Tuning,
+    /// A self-test of device primitives.
+    SelfTest,
+    /// A ceiling kernel: measures a unit's peak, computes nothing useful.
+    Ceiling,
+}
+
+/// What a variant needs from the device and its operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Needs {
+    /// Byte alignment every operand base address (and row pitch, for matrices) must have.
+    pub align: u32,
+    /// Operands described by TMA tensor maps (built by the host, in global memory).
+    pub tma: bool,
+    /// Compiled only in the sm_90a flavour (`wgmma`, `setmaxnreg`, TMA): compute capability 9.0.
+    pub sm90a: bool,
+}
+
+impl Needs {
+    /// Natural alignment only, any device of the sm_80 flavour.
+    pub const NONE: Needs = Needs {
+        align: 1,
+        tma: false,
+        sm90a: false,
+    };
+    /// Hopper: `wgmma` and TMA, 16-byte-aligned operands and pitches.
+    pub const HOPPER_TMA: Needs = Needs {
+        align: 16,
+        tma: true,
+        sm90a: true,
+    };
+    /// The sm_90a flavour only, no operand requirement beyond natural alignment.
+    pub const SM90A: Needs = Needs {
+        align: 1,
+        tma: false,
+        sm90a: true,
+    };
+    /// 16-byte-aligned operands (vector or `cp.async` loads).
+    pub const ALIGN16: Needs = Needs {
+        align: 16,
+        tma: false,
+        sm90a: false,
+    };
 }
 
 /// A kernel parameter type, rebuilt from its 64-bit launch argument in the simulator.
@@ -147,19 +233,32 @@ impl KernelArg for u64 {
         v
     }
 }
+impl KernelArg for bool {
+    fn from_arg(v: u64) -> Self {
+        v != 0
+    }
+}
 impl KernelArg for f32 {
     fn from_arg(v: u64) -> Self {
         f32::from_bits(v as u32)
     }
 }
 
-/// One kernel variant: a file of a family folder, instantiated for one or more dtypes.
+/// One registry record: a kernel variant (a file of a family folder, or a helper, experiment,
+/// tuning, self-test or ceiling kernel), instantiated for one or more signatures.
 #[derive(Debug)]
 pub struct KernelInfo {
     /// The family the variant belongs to.
     pub family: Family,
     /// Short variant name, unique within its family (`vec16`).
     pub name: &'static str,
+    /// What the variant is for.
+    pub role: Role,
+    /// Launch bounds `(max threads per block, min blocks per SM)`, CUDA's
+    /// `__launch_bounds__`: the build writes them into the PTX as `.maxntid` / `.minnctapersm`.
+    pub bounds: Option<(u32, u32)>,
+    /// Device and operand requirements.
+    pub needs: Needs,
     /// Threads per block `(x, y, z)`.
     pub block: (u32, u32, u32),
     /// How blocks map onto the problem.
@@ -176,6 +275,34 @@ pub struct KernelInfo {
 }
 
 impl KernelInfo {
+    /// A ladder step of the sm_80 flavour with no launch bounds and no shared memory: the
+    /// defaults a record's `..KernelInfo::BASE` fills in.
+    pub const BASE: KernelInfo = KernelInfo {
+        family: Family::Copy,
+        name: "",
+        role: Role::Ladder,
+        bounds: None,
+        needs: Needs::NONE,
+        block: (1, 1, 1),
+        launch: Launch::Linear,
+        shared_bytes_f32: 0,
+        shared_bytes_f16: 0,
+        symbols: &[],
+        about: "",
+    };
+
+    /// The entry for input `dtype`, output `out` and B layout `layout`.
+    pub fn entry_for(&self, dtype: DType, out: DType, layout: Layout) -> Option<&'static Entry> {
+        self.symbols
+            .iter()
+            .find(|e| e.dtype == dtype && e.out == out && e.layout == layout)
+    }
+
+    /// Whether the PTX flavour (`sm90a`: the sm_90a one) holds this variant's entries.
+    pub const fn in_flavour(&self, sm90a: bool) -> bool {
+        sm90a || !self.needs.sm90a
+    }
+
     /// The PTX symbol of this variant for `dtype`, if it is instantiated for it.
     pub fn symbol(&self, dtype: DType) -> Option<&'static str> {
         self.entry(dtype).map(|e| e.symbol)
@@ -194,13 +321,20 @@ impl KernelInfo {
         }
     }
 
+    /// Threads per block.
+    pub const fn threads(&self) -> u32 {
+        self.block.0 * self.block.1 * self.block.2
+    }
+
     /// `family/name`, e.g. `transpose/smem_padded`.
     pub fn id(&self) -> (&'static str, &'static str) {
         (self.family.name(), self.name)
     }
 }
 
-/// Every kernel variant of every family.
+/// Every entry point of every family, one record each: ladder steps, helpers, experiments,
+/// tunings, self-tests and ceiling kernels. Tests, the build (launch bounds), the host's
+/// launchers, the simulator and the CLI read this table and nothing else.
 pub const KERNELS: &[&KernelInfo] = &[
     &crate::copy::v01_scalar::INFO,
     &crate::copy::v02_vec16::INFO,
@@ -222,27 +356,26 @@ pub const KERNELS: &[&KernelInfo] = &[
     &crate::gemm::v09_double_buffer::INFO,
     &crate::gemm::v10_tile_128x64::INFO,
     &crate::gemm::v12_kgroup_ring::INFO,
-];
-
-/// Kernels that are not variants of a family but helpers the host launches (the SGEMM
-/// dispatcher's padding copy).
-pub const HELPERS: &[&[Entry]] = &[
-    crate::gemm::pad::SYMBOLS,
-    crate::gemm::v08_warptile::split_k::SYMBOLS,
-    crate::gemm::v08_warptile::split_k::reduce::SYMBOLS,
-    crate::gemm::v11_nt_pipeline::SYMBOLS,
-    crate::gemm::v11_nt_pipeline::split_k::SYMBOLS,
-];
-
-/// Tuning experiments: compiled and benchmarkable (`rustile bench gemm --variants`), not part of
-/// a family's ladder, validation or dispatcher.
-pub const EXPERIMENTS: &[&KernelInfo] = &[
+    &crate::gemm::pad::INFO,
+    &crate::gemm::v08_warptile::split_k::INFO,
+    &crate::gemm::v08_warptile::split_k::reduce::INFO,
+    &crate::gemm::v11_nt_pipeline::INFO,
+    &crate::gemm::v11_nt_pipeline::split_k::INFO,
     &crate::gemm::v08_warptile::experiments::INFO_DB16_ASYNC,
     &crate::gemm::v12_kgroup_ring::experiments::INFO_KG1,
     &crate::gemm::v12_kgroup_ring::experiments::INFO_KG4,
+    &crate::hgemm::v01_mma::INFO,
+    &crate::hgemm::v02_mma_pipeline::INFO,
+    &crate::hgemm::v02_mma_pipeline::m256::INFO,
+    &crate::hgemm::v02_mma_pipeline::t128::INFO,
+    &crate::hgemm::v03_wgmma_ws::INFO,
+    &crate::hgemm::peak::INFO_MMA,
+    &crate::hgemm::peak::INFO_WGMMA,
+    &crate::selftest::INFO,
+    &crate::selftest::hopper::INFO,
 ];
 
-/// Looks a variant up by family and name.
+/// Looks a record up by family and name.
 pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {
     KERNELS
         .iter()
@@ -250,50 +383,112 @@ pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {
         .find(|k| k.family == family && k.name == name)
 }
 
-/// Emits one `extern "ptx-kernel"` entry point per dtype for a generic kernel body, and the
-/// `SYMBOLS` table the host reads. Inside the argument list, `T` is the element type.
+/// The records of `family` with `role`, in registry order.
+pub fn of(family: Family, role: Role) -> impl Iterator<Item = &'static KernelInfo> {
+    KERNELS
+        .iter()
+        .copied()
+        .filter(move |k| k.family == family && k.role == role)
+}
+
+/// The record and entry that own PTX symbol `symbol`.
+pub fn by_symbol(symbol: &str) -> Option<(&'static KernelInfo, &'static Entry)> {
+    KERNELS.iter().copied().find_map(|k| {
+        k.symbols
+            .iter()
+            .find(|e| e.symbol == symbol)
+            .map(|e| (k, e))
+    })
+}
+
+/// Every `(symbol, threads, min blocks per SM)` with launch bounds, for the build.
+pub fn launch_bounds() -> impl Iterator<Item = (&'static str, u32, u32)> {
+    KERNELS.iter().flat_map(|k| {
+        k.bounds
+            .into_iter()
+            .flat_map(move |(t, b)| k.symbols.iter().map(move |e| (e.symbol, t, b)))
+    })
+}
+
+/// Declares a kernel's entry points — the one macro every kernel file uses: for each
+/// instantiation an `extern "ptx-kernel"` function (its symbol), the same entry for the
+/// simulator (arguments widened to `u64`, in order), and the `Entry` table the record lists.
 ///
 /// ```ignore
-/// ptx_kernels! {
+/// entry_points! {
+///     pub const SYMBOLS;
 ///     fn copy_scalar(src: *const T, dst: *mut T, n: u64);
-///     F32 => copy_scalar_f32, F16 => copy_scalar_f16
+///     copy_scalar_f32 => (F32, F32, Any) [T = f32];
+///     copy_scalar_f16 => (F16, F16, Any) [T = u16];
 /// }
 /// ```
+///
+/// Each instantiation names its input type, output type and B layout (`Any`, `Bn`, `Bt`) and
+/// binds the body's generic parameters: types first (`[T = f32]`), then constants after a `;`
+/// (`[I = F16, O = OutF16; TB: u32 = 1, AL: bool = true]`); the parameter list may use those
+/// names. `sm90a fn path::to::body(...)` declares entries that exist only in the sm_90a
+/// flavour (no simulator entry).
 #[macro_export]
-macro_rules! ptx_kernels {
-    (fn $body:ident $params:tt; $($dt:ident => $sym:ident),+ $(,)?) => {
-        /// Entry points of each instantiation.
-        pub const SYMBOLS: &[$crate::registry::Entry] = &[$($crate::registry::Entry {
-            dtype: $crate::registry::DType::$dt,
+macro_rules! entry_points {
+    (
+        $vis:vis const $table:ident;
+        fn $body:ident $params:tt;
+        $($sym:ident => ($i:ident, $o:ident, $l:ident) $gen:tt;)+
+    ) => {
+        #[doc = "Entry points of each instantiation."]
+        $vis const $table: &[$crate::registry::Entry] = &[$($crate::registry::Entry {
+            dtype: $crate::registry::DType::$i,
+            out: $crate::registry::DType::$o,
+            layout: $crate::registry::Layout::$l,
             symbol: stringify!($sym),
-            sim: $sym::sim_entry,
+            sim: Some($sym::sim_entry),
         }),+];
-        $( $crate::ptx_kernels!(@entry $body [::<T>] $params $dt $sym); )+
+        $( $crate::entry_points!(@entry any ($body) $params $sym $gen); )+
     };
-    (f32 fn $body:ident $params:tt => $sym:ident) => {
-        /// Entry point.
-        pub const SYMBOLS: &[$crate::registry::Entry] = &[$crate::registry::Entry {
-            dtype: $crate::registry::DType::F32,
+    (
+        $vis:vis const $table:ident;
+        sm90a fn $module:ident :: $body:ident $params:tt;
+        $($sym:ident => ($i:ident, $o:ident, $l:ident) $gen:tt;)+
+    ) => {
+        $crate::entry_points!(@sm90a $vis $table ($module::$body) $params $($sym ($i, $o, $l) $gen)+);
+    };
+    (
+        $vis:vis const $table:ident;
+        sm90a fn $body:ident $params:tt;
+        $($sym:ident => ($i:ident, $o:ident, $l:ident) $gen:tt;)+
+    ) => {
+        $crate::entry_points!(@sm90a $vis $table ($body) $params $($sym ($i, $o, $l) $gen)+);
+    };
+    (@sm90a $vis:vis $table:ident $body:tt $params:tt
+        $($sym:ident ($i:ident, $o:ident, $l:ident) $gen:tt)+) => {
+        #[doc = "Entry points of each instantiation (sm_90a flavour only)."]
+        $vis const $table: &[$crate::registry::Entry] = &[$($crate::registry::Entry {
+            dtype: $crate::registry::DType::$i,
+            out: $crate::registry::DType::$o,
+            layout: $crate::registry::Layout::$l,
             symbol: stringify!($sym),
-            sim: $sym::sim_entry,
-        }];
-        $crate::ptx_kernels!(@entry $body [] $params F32 $sym);
+            sim: None,
+        }),+];
+        $( $crate::entry_points!(@entry sm90a $body $params $sym $gen); )+
     };
-    (@entry $body:ident [$($generics:tt)*] ($($arg:ident: $ty:ty),* $(,)?) $dt:ident $sym:ident) => {
-        #[allow(non_snake_case)]
-        mod $sym {
+    (@entry any ($($body:tt)*) ($($arg:ident: $ty:ty),* $(,)?) $sym:ident
+        [$($tn:ident = $tv:ty),* $(; $($cn:ident: $ct:ty = $cv:expr),*)?]) => {
+        #[allow(non_snake_case, dead_code)]
+        #[doc = concat!("Entry `", stringify!($sym), "`.")]
+        pub mod $sym {
             #[allow(unused_imports)]
             use super::*;
-            #[allow(dead_code)]
-            type T = $crate::registry::elem::$dt;
+            $( #[allow(dead_code)] type $tn = $tv; )*
+            $($( #[allow(dead_code)] const $cn: $ct = $cv; )*)?
             /// Entry point; see the generic body for the contract.
             ///
             /// # Safety
             /// The host launcher checks shapes and buffer lengths before launching.
             #[cfg(target_arch = "nvptx64")]
             #[no_mangle]
+            #[allow(clippy::too_many_arguments)]
             pub unsafe extern "ptx-kernel" fn $sym($($arg: $ty),*) {
-                super::$body$($generics)*($($arg),*)
+                super::$($body)*::<$($tn,)* $($({ $cn },)*)?>($($arg),*)
             }
             /// The same entry for the simulator: arguments widened to u64, in order.
             ///
@@ -306,7 +501,28 @@ macro_rules! ptx_kernels {
                     let $arg = <$ty as $crate::registry::KernelArg>::from_arg(args[i]);
                     i += 1;
                 )*
-                super::$body$($generics)*($($arg),*)
+                super::$($body)*::<$($tn,)* $($({ $cn },)*)?>($($arg),*)
+            }
+        }
+    };
+    (@entry sm90a ($($body:tt)*) ($($arg:ident: $ty:ty),* $(,)?) $sym:ident
+        [$($tn:ident = $tv:ty),* $(; $($cn:ident: $ct:ty = $cv:expr),*)?]) => {
+        #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
+        #[allow(non_snake_case, dead_code)]
+        #[doc = concat!("Entry `", stringify!($sym), "` (sm_90a only).")]
+        pub mod $sym {
+            #[allow(unused_imports)]
+            use super::*;
+            $( #[allow(dead_code)] type $tn = $tv; )*
+            $($( #[allow(dead_code)] const $cn: $ct = $cv; )*)?
+            /// Entry point; see the generic body for the contract.
+            ///
+            /// # Safety
+            /// The host launcher checks shapes, buffers and tensor maps before launching.
+            #[no_mangle]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn $sym($($arg: $ty),*) {
+                super::$($body)*::<$($tn,)* $($({ $cn },)*)?>($($arg),*)
             }
         }
     };

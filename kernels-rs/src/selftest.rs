@@ -4,7 +4,6 @@
 //! with a float64 reference, which proves the simulator's fragment layouts are the hardware's.
 
 use crate::gpu::{self, Elem, MmaKind, Vec16};
-use crate::registry::SimFn;
 
 /// Shared bytes: A (16×16 b16), Bᵀ (8×16 b16), B (16×8 b16).
 pub const SHARED_BYTES: usize = 512 + 256 + 256;
@@ -73,39 +72,39 @@ unsafe fn tensor_core_selftest(
     }
 }
 
-macro_rules! selftest_entries {
-    ($($sym:ident => $kind:ident),+) => {
-        $(
-            /// Entry point of [`tensor_core_selftest`] for one element type.
-            ///
-            /// # Safety
-            /// One block of `THREADS` threads with `SHARED_BYTES` of shared memory; buffers as
-            /// documented on the body.
-            #[cfg(target_arch = "nvptx64")]
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $sym(a: *const u16, bt: *const u16, b: *const u16, c: *const f32, d: *mut f32) {
-                tensor_core_selftest(MmaKind::$kind, a, bt, b, c, d)
-            }
-        )+
-        /// `(symbol, element type, simulator entry)` of every self-test kernel.
-        pub const SELFTESTS: &[(&str, MmaKind, SimFn)] = &[$((stringify!($sym), MmaKind::$kind, {
-            unsafe fn sim(args: &[u64]) {
-                use crate::registry::KernelArg;
-                tensor_core_selftest(
-                    MmaKind::$kind,
-                    KernelArg::from_arg(args[0]),
-                    KernelArg::from_arg(args[1]),
-                    KernelArg::from_arg(args[2]),
-                    KernelArg::from_arg(args[3]),
-                    KernelArg::from_arg(args[4]),
-                )
-            }
-            sim
-        })),+];
-    };
+/// [`tensor_core_selftest`] for input type `I`.
+///
+/// # Safety
+/// As for [`tensor_core_selftest`].
+#[inline(always)]
+unsafe fn selftest_tc<I: crate::hgemm::TcIn>(
+    a: *const u16,
+    bt: *const u16,
+    b: *const u16,
+    c: *const f32,
+    d: *mut f32,
+) {
+    tensor_core_selftest(I::KIND, a, bt, b, c, d)
 }
 
-selftest_entries!(selftest_tc_f16 => F16, selftest_tc_bf16 => Bf16);
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn selftest_tc(a: *const u16, bt: *const u16, b: *const u16, c: *const f32, d: *mut f32);
+    selftest_tc_f16 => (F16, F32, Any) [I = crate::hgemm::F16];
+    selftest_tc_bf16 => (Bf16, F32, Any) [I = crate::hgemm::Bf16];
+}
+
+/// Registry record.
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Selftest,
+    name: "tc",
+    role: crate::registry::Role::SelfTest,
+    block: (THREADS, 1, 1),
+    shared_bytes_f16: SHARED_BYTES,
+    symbols: SYMBOLS,
+    about: "cp.async, ldmatrix (plain, .trans, x1, x2) and mma.sync against float64",
+    ..crate::registry::KernelInfo::BASE
+};
 
 /// The Hopper primitives' self-test (sm_90a only): one warpgroup; thread 0 initializes an
 /// `mbarrier`, announces the bytes and issues two TMA tile loads (A: 64 × 64, Bᵀ: 128 × 64,
@@ -124,6 +123,25 @@ pub mod hopper {
     /// Entry point (sm_90a PTX only).
     pub const SYMBOL: &str = "selftest_hopper_wgmma_f16";
 
+    crate::entry_points! {
+        pub const SYMBOLS;
+        sm90a fn hopper_body(maps: *const u8, d: *mut f32, _d_tma: *mut f32);
+        selftest_hopper_wgmma_f16 => (F16, F32, Any) [];
+    }
+
+    /// Registry record.
+    pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+        family: crate::registry::Family::Selftest,
+        name: "hopper",
+        role: crate::registry::Role::SelfTest,
+        needs: crate::registry::Needs::HOPPER_TMA,
+        block: (THREADS, 1, 1),
+        shared_bytes_f16: SHARED_BYTES,
+        symbols: SYMBOLS,
+        about: "mbarrier, TMA loads and stores, wgmma m64n128k16 against exact small integers",
+        ..crate::registry::KernelInfo::BASE
+    };
+
     /// Entry point: `maps` holds A's tensor map at byte 0, Bᵀ's at byte 128 and `d_tma`'s at
     /// byte 256 (global memory).
     ///
@@ -131,12 +149,8 @@ pub mod hopper {
     /// One block of `THREADS` threads with `SHARED_BYTES` of shared memory; `d` holds 64 × 128
     /// floats; the third map describes 64 × 128 row-major floats.
     #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn selftest_hopper_wgmma_f16(
-        maps: *const u8,
-        d: *mut f32,
-        _d_tma: *mut f32,
-    ) {
+    #[inline(always)]
+    pub unsafe fn hopper_body(maps: *const u8, d: *mut f32, _d_tma: *mut f32) {
         use crate::gpu::{self, hopper, wgmma, Elem};
         let tid = gpu::thread_idx_x();
         let base = (gpu::dynamic_shared_base() + 1023) & !1023;

@@ -19,6 +19,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "one element per thread, coalesced",
+    ..KernelInfo::BASE
 };
 
 /// Grid size (blocks) for `n` elements.
@@ -35,8 +36,9 @@ unsafe fn copy_scalar<T: Elem>(src: *const T, dst: *mut T, n: u64) {
         T::st_global(dst.add(i), T::ld_global_nc(src.add(i)));
     }
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn copy_scalar(src: *const T, dst: *mut T, n: u64);
-    F32 => copy_scalar_f32, F16 => copy_scalar_f16
+    copy_scalar_f32 => (F32, F32, Any) [T = f32];
+    copy_scalar_f16 => (F16, F16, Any) [T = u16];
 }

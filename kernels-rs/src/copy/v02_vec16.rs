@@ -8,7 +8,7 @@
 
 use super::BLOCK_THREADS;
 use crate::gpu::{self, Elem, Vec16};
-use crate::registry::{Family, KernelInfo, Launch};
+use crate::registry::{Family, KernelInfo, Launch, Needs};
 
 /// Registry entry.
 pub const INFO: KernelInfo = KernelInfo {
@@ -20,6 +20,8 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "one 16-byte vector per thread, scalar tail",
+    needs: Needs::ALIGN16,
+    ..KernelInfo::BASE
 };
 
 /// Work items (vectors plus tail elements) for `n` elements of `elem_bytes` bytes.
@@ -47,8 +49,9 @@ unsafe fn copy_vec16<T: Elem>(src: *const T, dst: *mut T, n: u64) {
         T::st_global(dst.add(j), T::ld_global_nc(src.add(j)));
     }
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn copy_vec16(src: *const T, dst: *mut T, n: u64);
-    F32 => copy_vec16_f32, F16 => copy_vec16_f16
+    copy_vec16_f32 => (F32, F32, Any) [T = f32];
+    copy_vec16_f16 => (F16, F16, Any) [T = u16];
 }

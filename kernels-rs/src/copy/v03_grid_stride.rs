@@ -28,6 +28,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "grid-stride over 16-byte vectors, 4 loads in flight per thread",
+    ..KernelInfo::BASE
 };
 
 /// Grid size: one full wave (`sm_count · BLOCKS_PER_SM`), fewer if `n` is small.
@@ -84,8 +85,9 @@ unsafe fn copy_grid_stride<T: Elem>(src: *const T, dst: *mut T, n: u64) {
         T::st_global(dst.add(j), T::ld_global_nc(src.add(j)));
     }
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn copy_grid_stride(src: *const T, dst: *mut T, n: u64);
-    F32 => copy_grid_stride_f32, F16 => copy_grid_stride_f16
+    copy_grid_stride_f32 => (F32, F32, Any) [T = f32];
+    copy_grid_stride_f16 => (F16, F16, Any) [T = u16];
 }

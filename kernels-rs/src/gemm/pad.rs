@@ -26,8 +26,19 @@ unsafe fn gemm_pad(src: *const f32, dst: *mut f32, rows: u32, cols: u32, ld_src:
         r += gpu::grid_dim_y();
     }
 }
-
-crate::ptx_kernels! {
-    f32 fn gemm_pad(src: *const f32, dst: *mut f32, rows: u32, cols: u32, ld_src: u32, ld_dst: u32)
-        => gemm_pad_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn gemm_pad(src: *const f32, dst: *mut f32, rows: u32, cols: u32, ld_src: u32, ld_dst: u32);
+    gemm_pad_f32 => (F32, F32, Any) [];
 }
+
+/// Registry record (a helper of the SGEMM dispatcher).
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Gemm,
+    name: "pad",
+    role: crate::registry::Role::Helper,
+    block: (BLOCK_X, 1, 1),
+    symbols: SYMBOLS,
+    about: "copies a matrix into a wider row pitch, zero-filling the extra columns",
+    ..crate::registry::KernelInfo::BASE
+};

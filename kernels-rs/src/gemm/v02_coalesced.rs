@@ -25,6 +25,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "one thread per C element, threadIdx.x along N (coalesced)",
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -58,8 +59,8 @@ unsafe fn sgemm_coalesced(
         epilogue(c, ldc, m, n, row, col, acc, alpha, beta);
     }
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_coalesced(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_coalesced_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_coalesced(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_coalesced_f32 => (F32, F32, Any) [];
 }

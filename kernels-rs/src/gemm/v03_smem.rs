@@ -26,6 +26,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "32x32 tiles of A and B in shared memory",
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -73,8 +74,8 @@ unsafe fn sgemm_smem(
     }
     epilogue(c, ldc, m, n, row0 + ty, col0 + tx, acc, alpha, beta);
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_smem(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_smem_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_smem(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_smem_f32 => (F32, F32, Any) [];
 }

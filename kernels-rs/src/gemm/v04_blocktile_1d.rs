@@ -30,6 +30,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "64x64 tile, 8 C rows per thread",
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -96,8 +97,8 @@ unsafe fn sgemm_blocktile_1d(
         i += 1;
     }
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_blocktile_1d(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_blocktile_1d_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_blocktile_1d(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_blocktile_1d_f32 => (F32, F32, Any) [];
 }

@@ -34,6 +34,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "128x128 tile, 8x8 C block per thread in registers",
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -119,8 +120,8 @@ unsafe fn sgemm_blocktile_2d(
         i += 1;
     }
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_blocktile_2d(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_blocktile_2d_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_blocktile_2d(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_blocktile_2d_f32 => (F32, F32, Any) [];
 }

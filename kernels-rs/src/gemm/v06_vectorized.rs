@@ -32,6 +32,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "16-byte global and shared loads, A transposed in shared memory",
+    ..KernelInfo::BASE
 };
 
 /// Shared bytes with the Aᵀ rows padded by `pad` floats.
@@ -140,8 +141,8 @@ unsafe fn sgemm_vectorized(
 ) {
     sgemm_vector_tile::<0, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_vectorized(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_vectorized_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_vectorized(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_vectorized_f32 => (F32, F32, Any) [];
 }

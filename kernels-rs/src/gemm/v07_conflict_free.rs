@@ -26,6 +26,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "v06 + padded A^T and split 4+4 fragments: no bank conflicts",
+    ..KernelInfo::BASE
 };
 
 const _: () = assert!(BK == 8);
@@ -47,8 +48,8 @@ unsafe fn sgemm_conflict_free(
 ) {
     sgemm_vector_tile::<PAD, true>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_conflict_free(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_conflict_free_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_conflict_free(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_conflict_free_f32 => (F32, F32, Any) [];
 }

@@ -14,7 +14,7 @@
 
 use super::{at, epilogue, f32_addr, ld4_or_zero};
 use crate::gpu::{self, Elem};
-use crate::registry::{Family, KernelInfo, Launch};
+use crate::registry::{Family, KernelInfo, Launch, Role};
 
 /// C tile per block, `(BM, BN)`.
 pub const TILE: (u32, u32) = (128, 128);
@@ -49,6 +49,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "128x128x16 block, 64x32 warp tiles, 8x8 per lane",
+    ..KernelInfo::BASE
 };
 
 /// Registers a k-tile is staged in: up to 4 vectors of A and of B per thread.
@@ -292,10 +293,10 @@ unsafe fn sgemm_warptile(
 ) {
     sgemm_warp_tile::<1, BK, { TILE.1 }, false, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_warptile(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_warptile_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_warptile(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_warptile_f32 => (F32, F32, Any) [];
 }
 
 /// Split-K: the warp tile over one K slice per `blockIdx.z`, partial products to a workspace of
@@ -303,6 +304,15 @@ crate::ptx_kernels! {
 /// `M·N` with enough `K`: 1000³ has 64 tiles of 128×128 for 132 SMs; 3 slices make 192 blocks.
 pub mod split_k {
     use super::*;
+
+    /// Registry record (a helper of the SGEMM dispatcher): the warp tile over one K slice.
+    pub const INFO: KernelInfo = KernelInfo {
+        name: "warptile_splitk",
+        role: Role::Helper,
+        symbols: SYMBOLS,
+        about: "v08's warp tile over one K slice per blockIdx.z, partials to a workspace",
+        ..super::INFO
+    };
 
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
@@ -323,9 +333,10 @@ pub mod split_k {
             a, b, ws, m, n, k, lda, ldb, ldw, alpha, beta,
         )
     }
-    crate::ptx_kernels! {
-        f32 fn sgemm_warptile_splitk(a: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldw: u32, alpha: f32, beta: f32)
-            => sgemm_warptile_splitk_f32
+    crate::entry_points! {
+        pub const SYMBOLS;
+        fn sgemm_warptile_splitk(a: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldw: u32, alpha: f32, beta: f32);
+        sgemm_warptile_splitk_f32 => (F32, F32, Any) [];
     }
 
     /// The reduction: `C[r][col] = α · Σ_z ws[z][r][col] + β · C[r][col]`, one thread per
@@ -335,6 +346,17 @@ pub mod split_k {
         use crate::gpu::{self, Elem};
         /// Threads per block.
         pub const BLOCK_X: u32 = 256;
+
+        /// Registry record (a helper of the SGEMM dispatcher).
+        pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+            family: crate::registry::Family::Gemm,
+            name: "splitk_reduce",
+            role: crate::registry::Role::Helper,
+            block: (BLOCK_X, 1, 1),
+            symbols: SYMBOLS,
+            about: "sums the split-K partial products and applies α, β",
+            ..crate::registry::KernelInfo::BASE
+        };
         #[allow(clippy::too_many_arguments)]
         #[inline(always)]
         unsafe fn gemm_splitk_reduce(
@@ -364,9 +386,10 @@ pub mod split_k {
                 r += gpu::grid_dim_y();
             }
         }
-        crate::ptx_kernels! {
-            f32 fn gemm_splitk_reduce(ws: *const f32, c: *mut f32, m: u32, n: u32, ldc: u32, splits: u32, alpha: f32, beta: f32)
-                => gemm_splitk_reduce_f32
+        crate::entry_points! {
+            pub const SYMBOLS;
+            fn gemm_splitk_reduce(ws: *const f32, c: *mut f32, m: u32, n: u32, ldc: u32, splits: u32, alpha: f32, beta: f32);
+            gemm_splitk_reduce_f32 => (F32, F32, Any) [];
         }
     }
 }
@@ -379,6 +402,7 @@ pub mod experiments {
         name: "double_buffer_async",
         shared_bytes_f32: shared_bytes(2, 16, TILE.1),
         symbols: SYMBOLS,
+        role: Role::Experiment,
         ..INFO
     };
     #[allow(clippy::too_many_arguments)]
@@ -400,8 +424,9 @@ pub mod experiments {
             a, b, c, m, n, k, lda, ldb, ldc, alpha, beta,
         )
     }
-    crate::ptx_kernels! {
-        f32 fn sgemm_double_buffer_async(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-            => sgemm_double_buffer_async_f32
+    crate::entry_points! {
+        pub const SYMBOLS;
+        fn sgemm_double_buffer_async(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+        sgemm_double_buffer_async_f32 => (F32, F32, Any) [];
     }
 }

@@ -27,6 +27,8 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "v08 + two shared stages (BK 8), register prefetch of the next k-tile",
+    bounds: Some((256, 2)),
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -46,8 +48,8 @@ unsafe fn sgemm_double_buffer(
 ) {
     sgemm_warp_tile::<2, BK, { TILE.1 }, false, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_double_buffer(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_double_buffer_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_double_buffer(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_double_buffer_f32 => (F32, F32, Any) [];
 }

@@ -24,6 +24,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "warp tile body on a 128x64 block (more blocks for small problems)",
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -43,8 +44,8 @@ unsafe fn sgemm_tile_128x64(
 ) {
     sgemm_warp_tile::<1, BK, { TILE.1 }, false, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_tile_128x64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_tile_128x64_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_tile_128x64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_tile_128x64_f32 => (F32, F32, Any) [];
 }

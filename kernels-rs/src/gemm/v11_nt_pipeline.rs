@@ -186,6 +186,14 @@ unsafe fn nt_pipeline<const SPLIT_K: bool>(
 
 /// Split-K entry (see [`nt_pipeline`]).
 pub mod split_k {
+    /// Registry record (a helper of the SGEMM dispatcher): the NT pipeline over one K slice.
+    pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+        name: "nt_pipeline_splitk",
+        symbols: SYMBOLS,
+        about: "v11's NT pipeline over one K slice per blockIdx.z, partials to a workspace",
+        ..super::INFO
+    };
+
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn sgemm_nt_pipeline_splitk(
@@ -203,15 +211,16 @@ pub mod split_k {
     ) {
         super::nt_pipeline::<true>(at_, b, ws, m, n, k, lda, ldb, ldw, alpha, beta)
     }
-    crate::ptx_kernels! {
-        f32 fn sgemm_nt_pipeline_splitk(at_: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldw: u32, alpha: f32, beta: f32)
-            => sgemm_nt_pipeline_splitk_f32
+    crate::entry_points! {
+        pub const SYMBOLS;
+        fn sgemm_nt_pipeline_splitk(at_: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldw: u32, alpha: f32, beta: f32);
+        sgemm_nt_pipeline_splitk_f32 => (F32, F32, Any) [];
     }
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_nt_pipeline(at_: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_nt_pipeline_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_nt_pipeline(at_: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_nt_pipeline_f32 => (F32, F32, Any) [];
 }
 
 /// Launch description (not part of the registry's ladder: its `a` is Aᵀ).
@@ -227,4 +236,6 @@ pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "3-stage cp.async ring on a pre-transposed A, v08's warp tile",
+    role: crate::registry::Role::Helper,
+    ..crate::registry::KernelInfo::BASE
 };

@@ -33,7 +33,7 @@
 
 use super::{at, epilogue, f32_addr, ld4_or_zero};
 use crate::gpu::{self, Elem};
-use crate::registry::{Family, KernelInfo, Launch};
+use crate::registry::{Family, KernelInfo, Launch, Role};
 
 /// C tile per block, `(BM, BN)`.
 pub const TILE: (u32, u32) = (128, 64);
@@ -337,6 +337,8 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "128x64 tile, 3-stage cp.async ring on row-major A, 2 k-groups of 4 warps",
+    bounds: Some((256, 1)),
+    ..KernelInfo::BASE
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -356,10 +358,10 @@ unsafe fn sgemm_kgroup_ring(
 ) {
     kgroup_ring::<KG, 4, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
 }
-
-crate::ptx_kernels! {
-    f32 fn sgemm_kgroup_ring(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-        => sgemm_kgroup_ring_f32
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_kgroup_ring(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_kgroup_ring_f32 => (F32, F32, Any) [];
 }
 
 /// The same body with one and with four k-groups (`rustile bench gemm --variants`).
@@ -372,6 +374,8 @@ pub mod experiments {
         block: (threads(1), 1, 1),
         shared_bytes_f32: shared_bytes(1),
         symbols: kg1::SYMBOLS,
+        role: Role::Experiment,
+        bounds: Some((128, 1)),
         about: "kgroup_ring with one k-group (4 warps)",
         ..INFO
     };
@@ -382,6 +386,8 @@ pub mod experiments {
         block: (threads(4), 1, 1),
         shared_bytes_f32: shared_bytes(4),
         symbols: kg4::SYMBOLS,
+        role: Role::Experiment,
+        bounds: Some((512, 1)),
         about: "kgroup_ring with four k-groups (16 warps)",
         ..INFO
     };
@@ -405,9 +411,10 @@ pub mod experiments {
         ) {
             super::super::kgroup_ring::<1, 4, false>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
         }
-        crate::ptx_kernels! {
-            f32 fn sgemm_kgroup_ring_kg1(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-                => sgemm_kgroup_ring_kg1_f32
+        crate::entry_points! {
+            pub const SYMBOLS;
+            fn sgemm_kgroup_ring_kg1(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+            sgemm_kgroup_ring_kg1_f32 => (F32, F32, Any) [];
         }
     }
 
@@ -430,9 +437,10 @@ pub mod experiments {
         ) {
             super::super::kgroup_ring::<4, 2, true>(a, b, c, m, n, k, lda, ldb, ldc, alpha, beta)
         }
-        crate::ptx_kernels! {
-            f32 fn sgemm_kgroup_ring_kg4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32)
-                => sgemm_kgroup_ring_kg4_f32
+        crate::entry_points! {
+            pub const SYMBOLS;
+            fn sgemm_kgroup_ring_kg4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+            sgemm_kgroup_ring_kg4_f32 => (F32, F32, Any) [];
         }
     }
 }

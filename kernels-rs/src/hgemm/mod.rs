@@ -39,64 +39,6 @@ macro_rules! unroll {
     (@at $o:expr, $j:ident, $body:block) => {{ #[allow(clippy::identity_op, clippy::erasing_op)] let $j: usize = $o; $body }};
 }
 
-/// Every `mma.sync` entry point (both PTX flavours).
-pub fn mma_symbols() -> impl Iterator<Item = &'static str> {
-    [v01_mma::ENTRIES, v02_mma_pipeline::ENTRIES]
-        .into_iter()
-        .chain(v02_mma_pipeline::TUNING.iter().map(|t| t.entries))
-        .flat_map(|e| e.iter().map(|(s, _)| *s))
-}
-
-/// Entry points of an `mma.sync` variant: one `extern "ptx-kernel"` per instantiation (both
-/// flavours) and its simulator entry, plus `ENTRIES`, the `(symbol, simulator entry)` table the
-/// host looks symbols up in. Every `mma` kernel takes `(a, b, c, bias, m, n, k, lda, ldb, ldc,
-/// α, β, relu)`.
-#[macro_export]
-macro_rules! hgemm_mma_entries {
-    ($body:ident; $($sym:ident => $i:ident, $o:ident, $tb:literal, $al:literal;)+) => {
-        /// `(symbol, simulator entry)` of every instantiation.
-        pub const ENTRIES: &[(&str, $crate::registry::SimFn)] = &[$((stringify!($sym), $sym::sim_entry)),+];
-        $(
-            #[allow(non_snake_case)]
-            #[doc = concat!("Entry `", stringify!($sym), "`.")]
-            pub mod $sym {
-                #[allow(unused_imports)]
-                use super::*;
-                #[allow(unused_imports)]
-                use $crate::hgemm::{Bf16, OutBf16, OutF16, OutF32, F16};
-                /// Entry point; see the generic body.
-                ///
-                /// # Safety
-                /// The host checked the shapes and buffers before launching.
-                #[cfg(target_arch = "nvptx64")]
-                #[no_mangle]
-                #[allow(clippy::too_many_arguments)]
-                pub unsafe extern "ptx-kernel" fn $sym(
-                    a: *const u16, b: *const u16, c: *mut <$o as $crate::hgemm::TcOut>::Store,
-                    bias: *const f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32,
-                    alpha: f32, beta: f32, relu: u32,
-                ) {
-                    super::$body::<$i, $o, $tb, $al>(a, b, c, bias, m, n, k, lda, ldb, ldc, alpha, beta, relu)
-                }
-                /// The same entry for the simulator (arguments widened to u64, in order).
-                ///
-                /// # Safety
-                /// Only inside a simulated launch with checked arguments.
-                pub unsafe fn sim_entry(args: &[u64]) {
-                    use $crate::registry::KernelArg as K;
-                    super::$body::<$i, $o, $tb, $al>(
-                        K::from_arg(args[0]), K::from_arg(args[1]), K::from_arg(args[2]),
-                        K::from_arg(args[3]), K::from_arg(args[4]), K::from_arg(args[5]),
-                        K::from_arg(args[6]), K::from_arg(args[7]), K::from_arg(args[8]),
-                        K::from_arg(args[9]), K::from_arg(args[10]), K::from_arg(args[11]),
-                        K::from_arg(args[12]),
-                    )
-                }
-            }
-        )+
-    };
-}
-
 /// A tensor-core input type.
 pub trait TcIn: Copy {
     /// The `mma.sync` kind.

@@ -69,35 +69,23 @@ pub unsafe fn peak_mma<I: TcIn>(out: *mut f32, iters: u32) {
     f32::st_global(out.add(id as usize), s);
 }
 
-macro_rules! peak_mma_entries {
-    ($($sym:ident => $i:ident),+) => {
-        $(
-            /// Entry point of [`peak_mma`] for one input type.
-            ///
-            /// # Safety
-            /// As for [`peak_mma`].
-            #[cfg(target_arch = "nvptx64")]
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $sym(out: *mut f32, iters: u32) {
-                peak_mma::<super::$i>(out, iters)
-            }
-        )+
-        /// `(symbol, element type, simulator entry)` of the `mma.sync` ceiling kernels.
-        pub const MMA_ENTRIES: &[(&str, MmaKind, crate::registry::SimFn)] = &[$((
-            stringify!($sym),
-            <super::$i as TcIn>::KIND,
-            {
-                unsafe fn sim(args: &[u64]) {
-                    use crate::registry::KernelArg;
-                    peak_mma::<super::$i>(KernelArg::from_arg(args[0]), KernelArg::from_arg(args[1]))
-                }
-                sim
-            },
-        )),+];
-    };
+crate::entry_points! {
+    pub const MMA_SYMBOLS;
+    fn peak_mma(out: *mut f32, iters: u32);
+    hgemm_peak_mma_f16 => (F16, F32, Any) [I = crate::hgemm::F16];
+    hgemm_peak_mma_bf16 => (Bf16, F32, Any) [I = crate::hgemm::Bf16];
 }
 
-peak_mma_entries!(hgemm_peak_mma_f16 => F16, hgemm_peak_mma_bf16 => Bf16);
+/// Registry record of the `mma.sync` ceiling.
+pub const INFO_MMA: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Hgemm,
+    name: "peak_mma",
+    role: crate::registry::Role::Ceiling,
+    block: (MMA_THREADS, 1, 1),
+    symbols: MMA_SYMBOLS,
+    about: "mma.sync ceiling: independent m16n8k16 chains per warp",
+    ..crate::registry::KernelInfo::BASE
+};
 
 /// Threads per block of `peak_wgmma` (two warpgroups).
 pub const WGMMA_THREADS: u32 = 256;
@@ -106,11 +94,25 @@ pub const WGMMA_THREADS: u32 = 256;
 pub const WGMMA_SHARED_BYTES: usize = 2 * 8192 + 32768 + 1024;
 /// Flops of one `peak_wgmma` iteration of one warpgroup: four `m64n256k16`.
 pub const WGMMA_FLOPS_PER_WG_ITER: u64 = 4 * 2 * 64 * 256 * 16;
-/// Entry points of the `wgmma` ceiling (sm_90a PTX only): `(symbol, element type)`.
-pub const WGMMA_SYMBOLS: [(&str, MmaKind); 2] = [
-    ("hgemm_peak_wgmma_f16", MmaKind::F16),
-    ("hgemm_peak_wgmma_bf16", MmaKind::Bf16),
-];
+crate::entry_points! {
+    pub const WGMMA_SYMBOLS;
+    sm90a fn device::peak_wgmma(out: *mut f32, iters: u32);
+    hgemm_peak_wgmma_f16 => (F16, F32, Any) [; BF16: bool = false];
+    hgemm_peak_wgmma_bf16 => (Bf16, F32, Any) [; BF16: bool = true];
+}
+
+/// Registry record of the `wgmma` ceiling.
+pub const INFO_WGMMA: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Hgemm,
+    name: "peak_wgmma",
+    role: crate::registry::Role::Ceiling,
+    needs: crate::registry::Needs::SM90A,
+    block: (WGMMA_THREADS, 1, 1),
+    shared_bytes_f16: WGMMA_SHARED_BYTES,
+    symbols: WGMMA_SYMBOLS,
+    about: "wgmma ceiling: four m64n256k16 per warpgroup iteration from fixed shared tiles",
+    ..crate::registry::KernelInfo::BASE
+};
 
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 mod device {
@@ -121,7 +123,7 @@ mod device {
     /// four `wgmma.m64n256k16` per warpgroup, one commit group kept in flight; each thread
     /// writes the sum of its 128 accumulators to `out[global thread index]`.
     #[inline(always)]
-    unsafe fn peak_wgmma<const BF16: bool>(out: *mut f32, iters: u32) {
+    pub unsafe fn peak_wgmma<const BF16: bool>(out: *mut f32, iters: u32) {
         let kind = if BF16 { MmaKind::Bf16 } else { MmaKind::F16 };
         let t = gpu::thread_idx_x();
         let wg = t / 128;
@@ -162,24 +164,5 @@ mod device {
         });
         let id = gpu::block_idx_x() * gpu::block_dim_x() + t;
         f32::st_global(out.add(id as usize), s);
-    }
-
-    /// f16 entry point.
-    ///
-    /// # Safety
-    /// One block per SM of `WGMMA_THREADS` threads with `WGMMA_SHARED_BYTES`; `out` holds one
-    /// float per launched thread.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn hgemm_peak_wgmma_f16(out: *mut f32, iters: u32) {
-        peak_wgmma::<false>(out, iters)
-    }
-
-    /// bf16 entry point.
-    ///
-    /// # Safety
-    /// As for the f16 one.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn hgemm_peak_wgmma_bf16(out: *mut f32, iters: u32) {
-        peak_wgmma::<true>(out, iters)
     }
 }

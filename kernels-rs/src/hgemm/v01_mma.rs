@@ -144,14 +144,30 @@ pub unsafe fn hgemm_mma<I: TcIn, O: TcOut, const TRANS_B: u32, const _ALIGNED: b
     });
 }
 
-crate::hgemm_mma_entries! {
-    hgemm_mma;
-    hgemm_mma_f16_f16_bn => F16, OutF16, 1, false;
-    hgemm_mma_f16_f32_bn => F16, OutF32, 1, false;
-    hgemm_mma_bf16_bf16_bn => Bf16, OutBf16, 1, false;
-    hgemm_mma_bf16_f32_bn => Bf16, OutF32, 1, false;
-    hgemm_mma_f16_f16_bt => F16, OutF16, 0, false;
-    hgemm_mma_f16_f32_bt => F16, OutF32, 0, false;
-    hgemm_mma_bf16_bf16_bt => Bf16, OutBf16, 0, false;
-    hgemm_mma_bf16_f32_bt => Bf16, OutF32, 0, false;
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn hgemm_mma(a: *const u16, b: *const u16, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32, relu: u32);
+    hgemm_mma_f16_f16_bn => (F16, F16, Bn) [I = crate::hgemm::F16, O = crate::hgemm::OutF16; TB: u32 = 1, AL: bool = false];
+    hgemm_mma_f16_f32_bn => (F16, F32, Bn) [I = crate::hgemm::F16, O = crate::hgemm::OutF32; TB: u32 = 1, AL: bool = false];
+    hgemm_mma_bf16_bf16_bn => (Bf16, Bf16, Bn) [I = crate::hgemm::Bf16, O = crate::hgemm::OutBf16; TB: u32 = 1, AL: bool = false];
+    hgemm_mma_bf16_f32_bn => (Bf16, F32, Bn) [I = crate::hgemm::Bf16, O = crate::hgemm::OutF32; TB: u32 = 1, AL: bool = false];
+    hgemm_mma_f16_f16_bt => (F16, F16, Bt) [I = crate::hgemm::F16, O = crate::hgemm::OutF16; TB: u32 = 0, AL: bool = false];
+    hgemm_mma_f16_f32_bt => (F16, F32, Bt) [I = crate::hgemm::F16, O = crate::hgemm::OutF32; TB: u32 = 0, AL: bool = false];
+    hgemm_mma_bf16_bf16_bt => (Bf16, Bf16, Bt) [I = crate::hgemm::Bf16, O = crate::hgemm::OutBf16; TB: u32 = 0, AL: bool = false];
+    hgemm_mma_bf16_f32_bt => (Bf16, F32, Bt) [I = crate::hgemm::Bf16, O = crate::hgemm::OutF32; TB: u32 = 0, AL: bool = false];
 }
+
+/// Registry record.
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Hgemm,
+    name: "mma",
+    block: (THREADS, 1, 1),
+    launch: crate::registry::Launch::Tiles {
+        tile: (BM, BN),
+        halo_rows: 0,
+    },
+    shared_bytes_f16: SHARED_BYTES,
+    symbols: SYMBOLS,
+    about: "mma.sync m16n8k16, one k-tile in shared memory, element loads (any pitch)",
+    ..crate::registry::KernelInfo::BASE
+};

@@ -34,7 +34,6 @@
 
 use super::{Epilogue, TcIn, TcOut};
 use crate::gpu::{self, Elem, Vec16};
-use crate::registry::SimFn;
 
 /// Rows of A per block.
 pub const BM: u32 = 128;
@@ -520,16 +519,33 @@ macro_rules! config {
 
 config!(hgemm_mma_pipeline => BM, BN, BK, WARPS.0, WARPS.1, STAGES, GROUP_M);
 
-crate::hgemm_mma_entries! {
-    hgemm_mma_pipeline;
-    hgemm_mma_pipeline_f16_f16_bn => F16, OutF16, 1, true;
-    hgemm_mma_pipeline_f16_f32_bn => F16, OutF32, 1, true;
-    hgemm_mma_pipeline_bf16_bf16_bn => Bf16, OutBf16, 1, true;
-    hgemm_mma_pipeline_bf16_f32_bn => Bf16, OutF32, 1, true;
-    hgemm_mma_pipeline_f16_f16_bt => F16, OutF16, 0, true;
-    hgemm_mma_pipeline_f16_f32_bt => F16, OutF32, 0, true;
-    hgemm_mma_pipeline_bf16_bf16_bt => Bf16, OutBf16, 0, true;
-    hgemm_mma_pipeline_bf16_f32_bt => Bf16, OutF32, 0, true;
+/// Registry record.
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Hgemm,
+    name: "mma_pipeline",
+    needs: crate::registry::Needs::ALIGN16,
+    block: (THREADS, 1, 1),
+    launch: crate::registry::Launch::Tiles {
+        tile: (BM, BN),
+        halo_rows: 0,
+    },
+    shared_bytes_f16: SHARED_BYTES,
+    symbols: SYMBOLS,
+    about: "mma.sync + ldmatrix + a cp.async ring, swizzled shared tiles (sm_80+)",
+    ..crate::registry::KernelInfo::BASE
+};
+
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn hgemm_mma_pipeline(a: *const u16, b: *const u16, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32, relu: u32);
+    hgemm_mma_pipeline_f16_f16_bn => (F16, F16, Bn) [I = crate::hgemm::F16, O = crate::hgemm::OutF16; TB: u32 = 1, AL: bool = true];
+    hgemm_mma_pipeline_f16_f32_bn => (F16, F32, Bn) [I = crate::hgemm::F16, O = crate::hgemm::OutF32; TB: u32 = 1, AL: bool = true];
+    hgemm_mma_pipeline_bf16_bf16_bn => (Bf16, Bf16, Bn) [I = crate::hgemm::Bf16, O = crate::hgemm::OutBf16; TB: u32 = 1, AL: bool = true];
+    hgemm_mma_pipeline_bf16_f32_bn => (Bf16, F32, Bn) [I = crate::hgemm::Bf16, O = crate::hgemm::OutF32; TB: u32 = 1, AL: bool = true];
+    hgemm_mma_pipeline_f16_f16_bt => (F16, F16, Bt) [I = crate::hgemm::F16, O = crate::hgemm::OutF16; TB: u32 = 0, AL: bool = true];
+    hgemm_mma_pipeline_f16_f32_bt => (F16, F32, Bt) [I = crate::hgemm::F16, O = crate::hgemm::OutF32; TB: u32 = 0, AL: bool = true];
+    hgemm_mma_pipeline_bf16_bf16_bt => (Bf16, Bf16, Bt) [I = crate::hgemm::Bf16, O = crate::hgemm::OutBf16; TB: u32 = 0, AL: bool = true];
+    hgemm_mma_pipeline_bf16_f32_bt => (Bf16, F32, Bt) [I = crate::hgemm::Bf16, O = crate::hgemm::OutF32; TB: u32 = 0, AL: bool = true];
 }
 
 /// A tuning configuration of [`mma_pipeline_cfg`], instantiated for f16 in and out only (both B
@@ -546,8 +562,8 @@ pub struct Tuning {
     pub threads: u32,
     /// Dynamic shared bytes.
     pub shared: usize,
-    /// `(symbol, simulator entry)` of its two instantiations.
-    pub entries: &'static [(&'static str, SimFn)],
+    /// Its registry record.
+    pub info: &'static crate::registry::KernelInfo,
 }
 
 macro_rules! tunings {
@@ -558,10 +574,23 @@ macro_rules! tunings {
             pub mod $name {
                 use super::*;
                 config!(body => $bm, $bn, $bk, $wm, $wn, $st, $gm);
-                crate::hgemm_mma_entries! {
-                    body;
-                    $bn_sym => F16, OutF16, 1, true;
-                    $bt_sym => F16, OutF16, 0, true;
+
+                /// Registry record.
+                pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+                    name: concat!("mma_pipeline_", stringify!($name)),
+                    role: crate::registry::Role::Tuning,
+                    block: (32 * $wm * $wn, 1, 1),
+                    launch: crate::registry::Launch::Tiles { tile: ($bm, $bn), halo_rows: 0 },
+                    shared_bytes_f16: shared_bytes($bm, $bn, $bk, $st),
+                    symbols: SYMBOLS,
+                    about: concat!("mma_pipeline tuning ", stringify!($name)),
+                    ..super::INFO
+                };
+                crate::entry_points! {
+                    pub const SYMBOLS;
+                    fn body(a: *const u16, b: *const u16, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32, relu: u32);
+                    $bn_sym => (F16, F16, Bn) [I = crate::hgemm::F16, O = crate::hgemm::OutF16; TB: u32 = 1, AL: bool = true];
+                    $bt_sym => (F16, F16, Bt) [I = crate::hgemm::F16, O = crate::hgemm::OutF16; TB: u32 = 0, AL: bool = true];
                 }
             }
         )+
@@ -572,7 +601,7 @@ macro_rules! tunings {
             bn: $bn,
             threads: 32 * $wm * $wn,
             shared: shared_bytes($bm, $bn, $bk, $st),
-            entries: $name::ENTRIES,
+            info: &$name::INFO,
         }),+];
     };
 }

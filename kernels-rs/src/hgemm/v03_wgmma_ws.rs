@@ -54,17 +54,32 @@ pub const BT_BOX: (u32, u32) = (BK, BN);
 /// The box of row-major B (`bn`, K × N): 64 n × 64 k; four per stage.
 pub const BN_BOX: (u32, u32) = (64, BK);
 
-/// Entry points (sm_90a PTX only): `hgemm_wgmma_ws_{input}_{output}_{b layout}`.
-pub const SYMBOLS: [&str; 8] = [
-    "hgemm_wgmma_ws_f16_f16_bn",
-    "hgemm_wgmma_ws_f16_f32_bn",
-    "hgemm_wgmma_ws_bf16_bf16_bn",
-    "hgemm_wgmma_ws_bf16_f32_bn",
-    "hgemm_wgmma_ws_f16_f16_bt",
-    "hgemm_wgmma_ws_f16_f32_bt",
-    "hgemm_wgmma_ws_bf16_bf16_bt",
-    "hgemm_wgmma_ws_bf16_f32_bt",
-];
+crate::entry_points! {
+    pub const SYMBOLS;
+    sm90a fn device::hgemm_wgmma_ws(maps: *const u8, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, m: u32, n: u32, k: u32, ldc: u32, alpha: f32, beta: f32, relu: u32, group: u32);
+    hgemm_wgmma_ws_f16_f16_bn => (F16, F16, Bn) [W = device::F16, O = crate::hgemm::OutF16; TRANS_B: u32 = 1];
+    hgemm_wgmma_ws_f16_f32_bn => (F16, F32, Bn) [W = device::F16, O = crate::hgemm::OutF32; TRANS_B: u32 = 1];
+    hgemm_wgmma_ws_bf16_bf16_bn => (Bf16, Bf16, Bn) [W = device::Bf16, O = crate::hgemm::OutBf16; TRANS_B: u32 = 1];
+    hgemm_wgmma_ws_bf16_f32_bn => (Bf16, F32, Bn) [W = device::Bf16, O = crate::hgemm::OutF32; TRANS_B: u32 = 1];
+    hgemm_wgmma_ws_f16_f16_bt => (F16, F16, Bt) [W = device::F16, O = crate::hgemm::OutF16; TRANS_B: u32 = 0];
+    hgemm_wgmma_ws_f16_f32_bt => (F16, F32, Bt) [W = device::F16, O = crate::hgemm::OutF32; TRANS_B: u32 = 0];
+    hgemm_wgmma_ws_bf16_bf16_bt => (Bf16, Bf16, Bt) [W = device::Bf16, O = crate::hgemm::OutBf16; TRANS_B: u32 = 0];
+    hgemm_wgmma_ws_bf16_f32_bt => (Bf16, F32, Bt) [W = device::Bf16, O = crate::hgemm::OutF32; TRANS_B: u32 = 0];
+}
+
+/// Registry record.
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Hgemm,
+    name: "wgmma_ws",
+    needs: crate::registry::Needs::HOPPER_TMA,
+    bounds: Some((THREADS, 1)),
+    block: (THREADS, 1, 1),
+    launch: crate::registry::Launch::Persistent { tile: (BM, BN) },
+    shared_bytes_f16: SHARED_BYTES,
+    symbols: SYMBOLS,
+    about: "wgmma + TMA ring, warp-specialized producer/consumers, persistent (sm_90a)",
+    ..crate::registry::KernelInfo::BASE
+};
 
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 mod device {
@@ -260,43 +275,5 @@ mod device {
             });
             t += gpu::grid_dim_x();
         }
-    }
-
-    macro_rules! entries {
-        ($($sym:ident => $w:ident, $o:ident, $tb:literal;)+) => {$(
-            /// Entry point; see [`hgemm_wgmma_ws`].
-            ///
-            /// # Safety
-            /// Launched by the host with `THREADS` threads and `SHARED_BYTES` of shared memory,
-            /// after it checked the shapes and built the tensor maps.
-            #[no_mangle]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn $sym(
-                maps: *const u8,
-                c: *mut <$o as TcOut>::Store,
-                bias: *const f32,
-                m: u32,
-                n: u32,
-                k: u32,
-                ldc: u32,
-                alpha: f32,
-                beta: f32,
-                relu: u32,
-                group: u32,
-            ) {
-                hgemm_wgmma_ws::<$w, $o, $tb>(maps, c, bias, m, n, k, ldc, alpha, beta, relu, group)
-            }
-        )+};
-    }
-
-    entries! {
-        hgemm_wgmma_ws_f16_f16_bn => F16, OutF16, 1;
-        hgemm_wgmma_ws_f16_f32_bn => F16, OutF32, 1;
-        hgemm_wgmma_ws_bf16_bf16_bn => Bf16, OutBf16, 1;
-        hgemm_wgmma_ws_bf16_f32_bn => Bf16, OutF32, 1;
-        hgemm_wgmma_ws_f16_f16_bt => F16, OutF16, 0;
-        hgemm_wgmma_ws_f16_f32_bt => F16, OutF32, 0;
-        hgemm_wgmma_ws_bf16_bf16_bt => Bf16, OutBf16, 0;
-        hgemm_wgmma_ws_bf16_f32_bt => Bf16, OutF32, 0;
     }
 }

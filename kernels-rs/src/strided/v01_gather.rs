@@ -16,6 +16,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "dst[i] = src[i*stride], coalesced stores",
+    ..KernelInfo::BASE
 };
 
 /// Grid size (blocks) for `n` output elements.
@@ -34,8 +35,9 @@ unsafe fn strided_gather<T: Elem>(src: *const T, dst: *mut T, n: u64, stride: u6
         );
     }
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn strided_gather(src: *const T, dst: *mut T, n: u64, stride: u64);
-    F32 => strided_gather_f32, F16 => strided_gather_f16
+    strided_gather_f32 => (F32, F32, Any) [T = f32];
+    strided_gather_f16 => (F16, F16, Any) [T = u16];
 }

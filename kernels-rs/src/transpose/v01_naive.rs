@@ -25,6 +25,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "coalesced reads, strided writes",
+    ..KernelInfo::BASE
 };
 
 #[inline(always)]
@@ -41,8 +42,9 @@ unsafe fn transpose_naive<T: Elem>(src: *const T, dst: *mut T, rows: u32, cols: 
         j += BLOCK_ROWS;
     }
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn transpose_naive(src: *const T, dst: *mut T, rows: u32, cols: u32);
-    F32 => transpose_naive_f32, F16 => transpose_naive_f16
+    transpose_naive_f32 => (F32, F32, Any) [T = f32];
+    transpose_naive_f16 => (F16, F16, Any) [T = u16];
 }

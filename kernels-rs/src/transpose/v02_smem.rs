@@ -37,6 +37,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: tile_bytes(TILE.0, TILE.1, 2),
     symbols: SYMBOLS,
     about: "32x32 shared tile, 32-way bank conflicts on column reads (f32)",
+    ..KernelInfo::BASE
 };
 
 #[inline(always)]
@@ -48,8 +49,9 @@ unsafe fn transpose_smem<T: crate::gpu::Elem + Default>(
 ) {
     super::transpose_tiled::<T, Plain, { TILE.0 }, { TILE.1 }, BLOCK_ROWS, 4>(src, dst, rows, cols)
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn transpose_smem(src: *const T, dst: *mut T, rows: u32, cols: u32);
-    F32 => transpose_smem_f32, F16 => transpose_smem_f16
+    transpose_smem_f32 => (F32, F32, Any) [T = f32];
+    transpose_smem_f16 => (F16, F16, Any) [T = u16];
 }

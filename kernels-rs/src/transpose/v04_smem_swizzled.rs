@@ -39,6 +39,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: tile_bytes(TILE.0, TILE.1, 2),
     symbols: SYMBOLS,
     about: "32x32 shared tile, column XOR row swizzle: conflict-free without padding",
+    ..KernelInfo::BASE
 };
 
 #[inline(always)]
@@ -52,8 +53,9 @@ unsafe fn transpose_smem_swizzled<T: crate::gpu::Elem + Default>(
         src, dst, rows, cols,
     )
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn transpose_smem_swizzled(src: *const T, dst: *mut T, rows: u32, cols: u32);
-    F32 => transpose_smem_swizzled_f32, F16 => transpose_smem_swizzled_f16
+    transpose_smem_swizzled_f32 => (F32, F32, Any) [T = f32];
+    transpose_smem_swizzled_f16 => (F16, F16, Any) [T = u16];
 }

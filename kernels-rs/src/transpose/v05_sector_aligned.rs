@@ -31,6 +31,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: tile_bytes(TILE.0 + 16, TILE.1 + 1, 2),
     symbols: SYMBOLS,
     about: "64x32 tile, output segments start on 32-byte sectors (halo rows)",
+    ..KernelInfo::BASE
 };
 
 #[inline(always)]
@@ -42,8 +43,9 @@ unsafe fn transpose_sector_aligned<T: crate::gpu::Elem + Default>(
 ) {
     super::transpose_sector_aligned::<T, { TILE.0 }, { TILE.1 }>(src, dst, rows, cols)
 }
-
-crate::ptx_kernels! {
+crate::entry_points! {
+    pub const SYMBOLS;
     fn transpose_sector_aligned(src: *const T, dst: *mut T, rows: u32, cols: u32);
-    F32 => transpose_sector_aligned_f32, F16 => transpose_sector_aligned_f16
+    transpose_sector_aligned_f32 => (F32, F32, Any) [T = f32];
+    transpose_sector_aligned_f16 => (F16, F16, Any) [T = u16];
 }
