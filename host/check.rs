@@ -3,13 +3,14 @@
 //! The checks are pure functions of lengths, addresses and shapes, so they are tested without
 //! a GPU; the launchers call them before touching the device.
 
-use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, LaunchConfig};
 use rustile_kernels::registry::{DType, KernelInfo};
 
 use crate::elem::DeviceElem;
-use crate::error::{DriverContext, Error, Result};
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::sim::{SimBuf, SimLaunch, Simulator};
+use crate::launch::{Arg, LaunchPlan};
+use crate::sim::{SimBuf, Simulator};
 
 /// A buffer argument, as the checks see it.
 #[derive(Clone, Copy, Debug)]
@@ -87,12 +88,23 @@ pub fn prepare(
     dtype: DType,
     grid: (u64, u64, u64),
 ) -> Result<(CudaFunction, LaunchConfig)> {
-    let name = kernel_name(kernel);
     let symbol = kernel.symbol(dtype).ok_or_else(|| Error::UnknownKernel {
         family: kernel.family.name().into(),
         variant: kernel.name.into(),
         dtype: dtype.name(),
     })?;
+    prepare_symbol(gpu, kernel, symbol, grid, kernel.shared_bytes(dtype))
+}
+
+/// [`prepare`] for one entry `symbol` of `kernel` with `shared` bytes of dynamic shared memory.
+pub fn prepare_symbol(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    symbol: &str,
+    grid: (u64, u64, u64),
+    shared: usize,
+) -> Result<(CudaFunction, LaunchConfig)> {
+    let name = kernel_name(kernel);
     let info = gpu.info();
     let limits = info.max_grid;
     if grid.0 > limits.0 as u64 || grid.1 > limits.1 as u64 || grid.2 > limits.2 as u64 {
@@ -112,7 +124,6 @@ pub fn prepare(
             ),
         });
     }
-    let shared = kernel.shared_bytes(dtype);
     if shared > info.shared_per_block_optin {
         return Err(Error::Resource {
             kernel: name,
@@ -183,15 +194,6 @@ pub enum Scalar {
     U64(u64),
 }
 
-impl Scalar {
-    fn widened(self) -> u64 {
-        match self {
-            Scalar::U32(v) => v as u64,
-            Scalar::U64(v) => v,
-        }
-    }
-}
-
 /// What a family's planner computed from checked arguments: the grid and the scalar arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -226,22 +228,34 @@ pub(crate) fn launch_on_gpu<T: DeviceElem>(
             addr: dst_ptr,
         },
     )?;
-    let (f, cfg) = prepare(gpu, kernel, T::DTYPE, plan.grid)?;
-    let mut args = stream.launch_builder(&f);
-    args.arg(&src_ptr).arg(&dst_ptr);
-    for s in &plan.scalars {
-        match s {
-            Scalar::U32(v) => args.arg(v),
-            Scalar::U64(v) => args.arg(v),
-        };
-    }
-    // SAFETY: every rustile kernel's signature is `(src: *const T, dst: *mut T, scalars…)` with
+    let launch = memory_plan::<T>(kernel, src_ptr, dst_ptr, plan)?;
+    // SAFETY: every memory kernel's signature is `(src: *const T, dst: *mut T, scalars…)` with
     // the scalars in `plan.scalars`' order and types (each family's `plan` builds them from its
     // kernel's signature); `plan` proved both buffers hold what the shape needs with the
     // alignment the variant needs and that the grid covers the shape within the device's
-    // limits; src and dst are distinct allocations or views (Rust's & / &mut borrows).
-    unsafe { args.launch(cfg) }.during(|| format!("launching {}", kernel_name(kernel)))?;
-    Ok(())
+    // limits; src and dst are distinct allocations or views (Rust's & / &mut borrows), and
+    // their stream guards live until this function returns.
+    unsafe { launch.launch_on(gpu, stream) }
+}
+
+/// The [`LaunchPlan`] of a memory-family kernel `(src, dst, scalars…)`.
+fn memory_plan<T: DeviceElem>(
+    kernel: &KernelInfo,
+    src: u64,
+    dst: u64,
+    plan: Plan,
+) -> Result<LaunchPlan<'_>> {
+    let entry = kernel.entry(T::DTYPE).ok_or_else(|| Error::UnknownKernel {
+        family: kernel.family.name().into(),
+        variant: kernel.name.into(),
+        dtype: T::DTYPE.name(),
+    })?;
+    let mut args = vec![Arg::Ptr(src), Arg::Ptr(dst)];
+    args.extend(plan.scalars.iter().map(|s| match *s {
+        Scalar::U32(v) => Arg::U32(v),
+        Scalar::U64(v) => Arg::U64(v),
+    }));
+    Ok(LaunchPlan::new(kernel, entry, plan.grid, args))
 }
 
 /// Runs `kernel` in the simulator, with the same checks and plan as on the GPU. Synchronous.
@@ -252,12 +266,6 @@ pub(crate) fn launch_on_sim<T: DeviceElem>(
     dst: &SimBuf<T>,
     plan: impl FnOnce(BufArg, BufArg) -> Result<Plan>,
 ) -> Result<()> {
-    let name = kernel_name(kernel);
-    let entry = kernel.entry(T::DTYPE).ok_or_else(|| Error::UnknownKernel {
-        family: kernel.family.name().into(),
-        variant: kernel.name.into(),
-        dtype: T::DTYPE.name(),
-    })?;
     let plan = plan(
         BufArg {
             name: "src",
@@ -270,20 +278,5 @@ pub(crate) fn launch_on_sim<T: DeviceElem>(
             addr: dst.addr(),
         },
     )?;
-    let limit = sim.limits().max_grid;
-    let (gx, gy, gz) = plan.grid;
-    if gx > limit.0 as u64 || gy > limit.1 as u64 || gz > limit.2 as u64 {
-        return Err(Error::TooLarge {
-            kernel: name,
-            what: format!("grid {:?} exceeds the device's limit {limit:?}", plan.grid),
-        });
-    }
-    let mut args = vec![src.addr(), dst.addr()];
-    args.extend(plan.scalars.iter().map(|s| s.widened()));
-    let launch = SimLaunch {
-        grid: (gx as u32, gy as u32, gz as u32),
-        block: kernel.block,
-        shared_bytes: kernel.shared_bytes(T::DTYPE),
-    };
-    sim.launch(&name, entry.sim, &launch, &args)
+    memory_plan::<T>(kernel, src.addr(), dst.addr(), plan)?.simulate(sim)
 }

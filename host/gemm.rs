@@ -12,7 +12,7 @@ use crate::check::{self, BufArg};
 use crate::elem::random_vec;
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
-use crate::sim::SimLaunch;
+use crate::launch::{Arg, LaunchPlan};
 
 /// One SGEMM problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -202,6 +202,29 @@ impl GemmProblem {
         1e-6 * (self.k.max(1) as f64).sqrt()
     }
 
+    /// The launch plan of `kernel` for this problem on operands at `[a, b, c]`: the one place
+    /// the SGEMM argument list `(a, b, c, m, n, k, lda, ldb, ldc, α, β)` is built.
+    pub fn plan<'k>(&self, kernel: &'k KernelInfo, [a, b, c]: [u64; 3]) -> Result<LaunchPlan<'k>> {
+        let entry = kernel
+            .entry(DType::F32)
+            .ok_or_else(|| Error::Usage(format!("gemm/{} has no f32 entry", kernel.name)))?;
+        let (m, n, k, lda, ldb, ldc, alpha, beta) = self.scalars();
+        let args = vec![
+            Arg::Ptr(a),
+            Arg::Ptr(b),
+            Arg::Ptr(c),
+            Arg::U32(m),
+            Arg::U32(n),
+            Arg::U32(k),
+            Arg::U32(lda),
+            Arg::U32(ldb),
+            Arg::U32(ldc),
+            Arg::F32(alpha),
+            Arg::F32(beta),
+        ];
+        Ok(LaunchPlan::new(kernel, entry, self.grid(kernel), args))
+    }
+
     fn scalars(&self) -> (u32, u32, u32, u32, u32, u32, f32, f32) {
         (
             self.m as u32,
@@ -267,27 +290,13 @@ pub fn launch(
             addr: pc,
         },
     )?;
-    let (f, cfg) = check::prepare(gpu, kernel, DType::F32, p.grid(kernel))?;
-    let (m, n, k, lda, ldb, ldc, alpha, beta) = p.scalars();
-    let mut args = stream.launch_builder(&f);
-    args.arg(&pa)
-        .arg(&pb)
-        .arg(&pc)
-        .arg(&m)
-        .arg(&n)
-        .arg(&k)
-        .arg(&lda)
-        .arg(&ldb)
-        .arg(&ldc)
-        .arg(&alpha)
-        .arg(&beta);
+    let plan = p.plan(kernel, [pa, pb, pc])?;
     // SAFETY: every SGEMM kernel is `(a, b, c: pointers, m, n, k, lda, ldb, ldc: u32, alpha,
-    // beta: f32)`; `check` proved A, B, C hold (rows − 1)·ld + cols elements with the alignment
-    // the variant needs and that every dimension fits u32; the kernels mask rows, columns and k
-    // outside the shape; the grid covers C; C is a distinct &mut borrow.
-    unsafe { args.launch(cfg) }
-        .during(|| format!("launching gemm/{} {}", kernel.name, p.shape()))?;
-    Ok(())
+    // beta: f32)` and `plan` builds exactly that list; `check` proved A, B, C hold
+    // (rows − 1)·ld + cols elements with the alignment the variant needs and that every
+    // dimension fits u32; the kernels mask rows, columns and k outside the shape; the grid
+    // covers C; C is a distinct &mut borrow; the stream guards live until we return.
+    unsafe { plan.launch_on(gpu, stream) }
 }
 
 /// Runs `kernel` on either back end.
@@ -322,30 +331,8 @@ pub fn launch_on(
                     addr: c.addr(),
                 },
             )?;
-            let entry = kernel
-                .entry(DType::F32)
-                .ok_or_else(|| Error::Usage(format!("gemm/{} has no f32 entry", kernel.name)))?;
-            let (gx, gy, gz) = p.grid(kernel);
-            let (m, n, k, lda, ldb, ldc, alpha, beta) = p.scalars();
-            let args = [
-                a.addr(),
-                b.addr(),
-                c.addr(),
-                m as u64,
-                n as u64,
-                k as u64,
-                lda as u64,
-                ldb as u64,
-                ldc as u64,
-                alpha.to_bits() as u64,
-                beta.to_bits() as u64,
-            ];
-            let launch = SimLaunch {
-                grid: (gx as u32, gy as u32, gz as u32),
-                block: kernel.block,
-                shared_bytes: kernel.shared_bytes_f32,
-            };
-            sim.launch(&check::kernel_name(kernel), entry.sim, &launch, &args)
+            p.plan(kernel, [a.addr(), b.addr(), c.addr()])?
+                .simulate(sim)
         }
         _ => Err(Error::Usage("buffers of another back end".into())),
     }

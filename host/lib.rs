@@ -27,6 +27,7 @@ pub mod harness;
 pub mod hgemm;
 pub mod hgemm_cli;
 pub mod hgemm_peak;
+pub mod launch;
 pub mod orch;
 
 pub mod problem;
