@@ -253,7 +253,13 @@ pub fn entry_of(kernel: &'static KernelInfo, p: &Problem) -> Result<&'static Ent
     let (i, o, l) = signature(p);
     kernel.entry_for(i, o, l).ok_or_else(|| Error::Unsupported {
         kernel: format!("hgemm/{}", kernel.name),
-        what: format!("not built for {} in, {} out, B {:?}", i.name(), o.name(), l),
+        what: format!(
+            "`{}` is not built for {} in, {} out, B {:?}",
+            kernel.name,
+            i.name(),
+            o.name(),
+            l
+        ),
     })
 }
 

@@ -267,7 +267,8 @@ pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
     }
     for flavour in crate::ptx::Flavour::ALL {
         let text = flavour.text();
-        for kernel in KERNELS {
+        let sm90a = flavour == crate::ptx::Flavour::Sm90a;
+        for kernel in KERNELS.iter().filter(|k| k.in_flavour(sm90a)) {
             for symbol in kernel.symbols.iter().map(|e| e.symbol) {
                 let error = (!crate::ptx::has_entry(text, symbol)).then(|| "missing".to_string());
                 out.push(CpuCheck {
