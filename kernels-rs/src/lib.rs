@@ -17,14 +17,21 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
-pub mod copy;
-pub mod gemm;
 pub mod gpu;
-pub mod hgemm;
+pub mod macros;
 pub mod registry;
-pub mod selftest;
-pub mod strided;
-pub mod transpose;
+
+/// Declares the family modules and [`FAMILIES`]: a new family is its folder plus one name here.
+macro_rules! families {
+    ($($family:ident),+ $(,)?) => {
+        $(pub mod $family;)+
+        /// Every family and its registry records, in report order.
+        pub const FAMILIES: &[(registry::Family, &[&registry::KernelInfo])] =
+            &[$(($family::FAMILY, $family::RECORDS)),+];
+    };
+}
+
+families!(copy, strided, transpose, gemm, hgemm, selftest);
 
 pub use registry::{DType, Entry, Family, KernelInfo, KERNELS};
 

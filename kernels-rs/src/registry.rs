@@ -41,47 +41,49 @@ pub mod elem {
     pub type Bf16 = u16;
 }
 
-/// Kernel families.
+/// A kernel family: declared once in its folder's `mod.rs` as `pub const FAMILY`, listed by
+/// the `families!` line in `lib.rs`. The associated constants name the families the host
+/// refers to directly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// Contiguous copy.
-    Copy,
-    /// Copy that reads with a stride.
-    Strided,
-    /// Matrix transpose.
-    Transpose,
-    /// f32 matrix product `C = α·A·B + β·C`.
-    Gemm,
-    /// Tensor-core matrix product, f16/bf16 in, f32 accumulation.
-    Hgemm,
-    /// Self-tests of the tensor-core primitives (not a family a user runs).
-    Selftest,
+pub struct Family {
+    /// Lower-case name (`copy`, `transpose`), as in `family/variant` and on the command line.
+    pub name: &'static str,
+    /// One line: what the family computes.
+    pub about: &'static str,
 }
 
+#[allow(non_upper_case_globals)]
 impl Family {
-    /// Every family, in report order.
-    pub const ALL: [Family; 6] = [
-        Family::Copy,
-        Family::Strided,
-        Family::Transpose,
-        Family::Gemm,
-        Family::Hgemm,
-        Family::Selftest,
-    ];
+    /// Contiguous copy.
+    pub const Copy: Family = crate::copy::FAMILY;
+    /// Copy that reads with a stride.
+    pub const Strided: Family = crate::strided::FAMILY;
+    /// Matrix transpose.
+    pub const Transpose: Family = crate::transpose::FAMILY;
+    /// f32 matrix product `C = α·A·B + β·C`.
+    pub const Gemm: Family = crate::gemm::FAMILY;
+    /// Tensor-core matrix product, f16/bf16 in, f32 accumulation.
+    pub const Hgemm: Family = crate::hgemm::FAMILY;
+    /// Self-tests of the tensor-core primitives (not a family a user runs).
+    pub const Selftest: Family = crate::selftest::FAMILY;
+
     /// The memory-movement families (one source, one destination; `Problem` in the host).
     pub const MEMORY: [Family; 3] = [Family::Copy, Family::Strided, Family::Transpose];
 
     /// Lower-case name (`copy`, `strided`, `transpose`).
     pub const fn name(self) -> &'static str {
-        match self {
-            Family::Copy => "copy",
-            Family::Strided => "strided",
-            Family::Transpose => "transpose",
-            Family::Gemm => "gemm",
-            Family::Hgemm => "hgemm",
-            Family::Selftest => "selftest",
-        }
+        self.name
     }
+}
+
+/// Every family, in `families!` order.
+pub fn families() -> impl Iterator<Item = Family> + Clone {
+    crate::FAMILIES.iter().map(|(f, _)| *f)
+}
+
+/// The family called `name`.
+pub fn family(name: &str) -> Option<Family> {
+    families().find(|f| f.name == name)
 }
 
 /// How a variant's grid is shaped.
@@ -332,48 +334,47 @@ impl KernelInfo {
     }
 }
 
-/// Every entry point of every family, one record each: ladder steps, helpers, experiments,
-/// tunings, self-tests and ceiling kernels. Tests, the build (launch bounds), the host's
-/// launchers, the simulator and the CLI read this table and nothing else.
-pub const KERNELS: &[&KernelInfo] = &[
-    &crate::copy::v01_scalar::INFO,
-    &crate::copy::v02_vec16::INFO,
-    &crate::copy::v03_grid_stride::INFO,
-    &crate::strided::v01_gather::INFO,
-    &crate::transpose::v01_naive::INFO,
-    &crate::transpose::v02_smem::INFO,
-    &crate::transpose::v03_smem_padded::INFO,
-    &crate::transpose::v04_smem_swizzled::INFO,
-    &crate::transpose::v05_sector_aligned::INFO,
-    &crate::gemm::v01_naive::INFO,
-    &crate::gemm::v02_coalesced::INFO,
-    &crate::gemm::v03_smem::INFO,
-    &crate::gemm::v04_blocktile_1d::INFO,
-    &crate::gemm::v05_blocktile_2d::INFO,
-    &crate::gemm::v06_vectorized::INFO,
-    &crate::gemm::v07_conflict_free::INFO,
-    &crate::gemm::v08_warptile::INFO,
-    &crate::gemm::v09_double_buffer::INFO,
-    &crate::gemm::v10_tile_128x64::INFO,
-    &crate::gemm::v12_kgroup_ring::INFO,
-    &crate::gemm::pad::INFO,
-    &crate::gemm::v08_warptile::split_k::INFO,
-    &crate::gemm::v08_warptile::split_k::reduce::INFO,
-    &crate::gemm::v11_nt_pipeline::INFO,
-    &crate::gemm::v11_nt_pipeline::split_k::INFO,
-    &crate::gemm::v08_warptile::experiments::INFO_DB16_ASYNC,
-    &crate::gemm::v12_kgroup_ring::experiments::INFO_KG1,
-    &crate::gemm::v12_kgroup_ring::experiments::INFO_KG4,
-    &crate::hgemm::v01_mma::INFO,
-    &crate::hgemm::v02_mma_pipeline::INFO,
-    &crate::hgemm::v02_mma_pipeline::m256::INFO,
-    &crate::hgemm::v02_mma_pipeline::t128::INFO,
-    &crate::hgemm::v03_wgmma_ws::INFO,
-    &crate::hgemm::peak::INFO_MMA,
-    &crate::hgemm::peak::INFO_WGMMA,
-    &crate::selftest::INFO,
-    &crate::selftest::hopper::INFO,
-];
+/// The registry: every entry point of every family, one record each — ladder steps, helpers,
+/// experiments, tunings, self-tests and ceiling kernels — gathered from each family folder's
+/// `RECORDS` through the `families!` list in `lib.rs`. Tests, the build (launch bounds), the
+/// host's launchers, the simulator and the CLI read this table and nothing else. Iterate it like
+/// a slice of `&KernelInfo`: `KERNELS.iter()`, `for k in KERNELS`.
+pub const KERNELS: Registry = Registry;
+
+/// The type of [`KERNELS`].
+#[derive(Clone, Copy, Debug)]
+pub struct Registry;
+
+/// Iterator over [`KERNELS`].
+pub type RegistryIter = core::iter::FlatMap<
+    core::slice::Iter<'static, (Family, &'static [&'static KernelInfo])>,
+    core::slice::Iter<'static, &'static KernelInfo>,
+    fn(
+        &'static (Family, &'static [&'static KernelInfo]),
+    ) -> core::slice::Iter<'static, &'static KernelInfo>,
+>;
+
+impl Registry {
+    /// Every record, family by family.
+    pub fn iter(self) -> RegistryIter {
+        fn records(
+            f: &'static (Family, &'static [&'static KernelInfo]),
+        ) -> core::slice::Iter<'static, &'static KernelInfo> {
+            f.1.iter()
+        }
+        crate::FAMILIES
+            .iter()
+            .flat_map(records as fn(&'static (Family, &'static [&'static KernelInfo])) -> _)
+    }
+}
+
+impl IntoIterator for Registry {
+    type Item = &'static &'static KernelInfo;
+    type IntoIter = RegistryIter;
+    fn into_iter(self) -> RegistryIter {
+        self.iter()
+    }
+}
 
 /// Looks a record up by family and name.
 pub fn find(family: Family, name: &str) -> Option<&'static KernelInfo> {

@@ -215,3 +215,15 @@ pub mod hopper {
         }
     }
 }
+
+/// The family.
+pub const FAMILY: crate::registry::Family = crate::registry::Family {
+    name: "selftest",
+    about: "self-tests of the tensor-core primitives",
+};
+
+/// Every entry point of the family, one registry record each.
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &INFO,
+    &hopper::INFO,
+];

@@ -6,5 +6,18 @@ pub mod v01_scalar;
 pub mod v02_vec16;
 pub mod v03_grid_stride;
 
+/// The family.
+pub const FAMILY: crate::registry::Family = crate::registry::Family {
+    name: "copy",
+    about: "contiguous copy dst[i] = src[i]",
+};
+
+/// Every entry point of the family, one registry record each.
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v01_scalar::INFO,
+    &v02_vec16::INFO,
+    &v03_grid_stride::INFO,
+];
+
 /// Threads per block for every copy variant.
 pub const BLOCK_THREADS: u32 = 256;

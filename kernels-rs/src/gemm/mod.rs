@@ -29,6 +29,35 @@ pub mod v10_tile_128x64;
 pub mod v11_nt_pipeline;
 pub mod v12_kgroup_ring;
 
+/// The family.
+pub const FAMILY: crate::registry::Family = crate::registry::Family {
+    name: "gemm",
+    about: "f32 matrix product C = α·A·B + β·C",
+};
+
+/// Every entry point of the family, one registry record each.
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v01_naive::INFO,
+    &v02_coalesced::INFO,
+    &v03_smem::INFO,
+    &v04_blocktile_1d::INFO,
+    &v05_blocktile_2d::INFO,
+    &v06_vectorized::INFO,
+    &v07_conflict_free::INFO,
+    &v08_warptile::INFO,
+    &v09_double_buffer::INFO,
+    &v10_tile_128x64::INFO,
+    &v12_kgroup_ring::INFO,
+    &pad::INFO,
+    &v08_warptile::split_k::INFO,
+    &v08_warptile::split_k::reduce::INFO,
+    &v11_nt_pipeline::INFO,
+    &v11_nt_pipeline::split_k::INFO,
+    &v08_warptile::experiments::INFO_DB16_ASYNC,
+    &v12_kgroup_ring::experiments::INFO_KG1,
+    &v12_kgroup_ring::experiments::INFO_KG4,
+];
+
 use crate::gpu::{self, Elem};
 
 /// `p[r][c]` with row pitch `ld`.

@@ -23,22 +23,6 @@ pub mod v03_wgmma_ws;
 
 use crate::gpu::{self, Elem};
 
-/// `unroll!(N, j, { body })` repeats `body` with `j: usize` = 0, 1, …, N − 1 (N = 2, 4, 8, 16, 32
-/// or 64), so arrays indexed by `j` stay in registers however large the body is.
-#[macro_export]
-macro_rules! unroll {
-    (2, $j:ident, $body:block) => { $crate::unroll!(@at 0, $j, $body); $crate::unroll!(@at 1, $j, $body); };
-    (4, $j:ident, $body:block) => { $crate::unroll!(@at 0, $j, $body); $crate::unroll!(@at 1, $j, $body); $crate::unroll!(@at 2, $j, $body); $crate::unroll!(@at 3, $j, $body); };
-    (8, $j:ident, $body:block) => { $crate::unroll!(@4 0, $j, $body); $crate::unroll!(@4 4, $j, $body); };
-    (16, $j:ident, $body:block) => { $crate::unroll!(@8 0, $j, $body); $crate::unroll!(@8 8, $j, $body); };
-    (32, $j:ident, $body:block) => { $crate::unroll!(@16 0, $j, $body); $crate::unroll!(@16 16, $j, $body); };
-    (64, $j:ident, $body:block) => { $crate::unroll!(@16 0, $j, $body); $crate::unroll!(@16 16, $j, $body); $crate::unroll!(@16 32, $j, $body); $crate::unroll!(@16 48, $j, $body); };
-    (@16 $o:expr, $j:ident, $body:block) => { $crate::unroll!(@8 $o, $j, $body); $crate::unroll!(@8 $o + 8, $j, $body); };
-    (@8 $o:expr, $j:ident, $body:block) => { $crate::unroll!(@4 $o, $j, $body); $crate::unroll!(@4 $o + 4, $j, $body); };
-    (@4 $o:expr, $j:ident, $body:block) => { $crate::unroll!(@at $o, $j, $body); $crate::unroll!(@at $o + 1, $j, $body); $crate::unroll!(@at $o + 2, $j, $body); $crate::unroll!(@at $o + 3, $j, $body); };
-    (@at $o:expr, $j:ident, $body:block) => {{ #[allow(clippy::identity_op, clippy::erasing_op)] let $j: usize = $o; $body }};
-}
-
 /// A tensor-core input type.
 pub trait TcIn: Copy {
     /// The `mma.sync` kind.
@@ -348,3 +332,20 @@ pub fn grouped_tile(t: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32
     let r = t % per_group;
     (first + r % rows, r / rows)
 }
+
+/// The family.
+pub const FAMILY: crate::registry::Family = crate::registry::Family {
+    name: "hgemm",
+    about: "tensor-core matrix product, f16/bf16 in, f32 accumulation",
+};
+
+/// Every entry point of the family, one registry record each.
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v01_mma::INFO,
+    &v02_mma_pipeline::INFO,
+    &v02_mma_pipeline::m256::INFO,
+    &v02_mma_pipeline::t128::INFO,
+    &v03_wgmma_ws::INFO,
+    &peak::INFO_MMA,
+    &peak::INFO_WGMMA,
+];

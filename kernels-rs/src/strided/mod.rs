@@ -9,6 +9,17 @@
 
 pub mod v01_gather;
 
+/// The family.
+pub const FAMILY: crate::registry::Family = crate::registry::Family {
+    name: "strided",
+    about: "copy that reads with a stride",
+};
+
+/// Every entry point of the family, one registry record each.
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v01_gather::INFO,
+];
+
 /// Threads per block.
 pub const BLOCK_THREADS: u32 = 256;
 /// The strides the benchmark sweeps.

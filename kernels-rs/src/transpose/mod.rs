@@ -17,6 +17,21 @@ pub mod v03_smem_padded;
 pub mod v04_smem_swizzled;
 pub mod v05_sector_aligned;
 
+/// The family.
+pub const FAMILY: crate::registry::Family = crate::registry::Family {
+    name: "transpose",
+    about: "matrix transpose",
+};
+
+/// Every entry point of the family, one registry record each.
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v01_naive::INFO,
+    &v02_smem::INFO,
+    &v03_smem_padded::INFO,
+    &v04_smem_swizzled::INFO,
+    &v05_sector_aligned::INFO,
+];
+
 /// Threads along x: one warp spans a tile row.
 pub const WARP: u32 = 32;
 /// Thread rows per block.
