@@ -15,32 +15,23 @@
 //! [`rustile_kernels`], compiled for the host, so a launch cannot drift from its kernel.
 
 pub mod backend;
-pub mod bench;
 pub mod check;
-pub mod copy;
-pub mod crossover;
 pub mod elem;
 pub mod error;
-pub mod gemm;
+pub mod families;
 pub mod gpu;
 pub mod harness;
-pub mod hgemm;
-pub mod hgemm_cli;
-pub mod hgemm_peak;
 pub mod orch;
-
-pub mod problem;
 pub mod ptx;
 pub mod ptxas;
-pub mod selftest;
 pub mod sim;
-pub mod strided;
-pub mod suite;
-pub mod transpose;
+pub mod tma;
+
+pub use families::memory::{self, bench, Problem};
+pub use families::{copy, gemm, hgemm, selftest, strided, suite, transpose};
 
 pub use backend::{Backend, Buf};
 pub use elem::DeviceElem;
 pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
-pub use problem::Problem;
 pub use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};

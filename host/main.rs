@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Some("validate") => Backend::gpu_or_simulator().and_then(|(b, _)| validate(&b)),
         Some("analyze") => analyze(&args[1..]),
         Some("bench") => bench_cmd(&args[1..]),
-        Some("hgemm") => rustile::hgemm_cli::main(&args[1..], seed()),
+        Some("hgemm") => rustile::hgemm::cli::main(&args[1..], seed()),
         Some("ptx-report") => ptx_report(true),
         Some(cmd @ ("transfer" | "overlap" | "launch" | "memory" | "orchestration")) => {
             rustile::orch::cli::run(cmd, &args[1..]).unwrap_or_else(|| unreachable_command(cmd))
@@ -438,9 +438,9 @@ fn crossover_cmd(args: &[String]) -> Result<()> {
         .collect::<Result<_>>()?;
     let gpu = Gpu::new(0)?;
     print_info(&gpu);
-    let rows = rustile::crossover::run(&gpu, &sizes, seed(), status)?;
+    let rows = rustile::gemm::crossover::run(&gpu, &sizes, seed(), status)?;
     status("");
-    println!("\n{}", rustile::crossover::markdown(&rows));
+    println!("\n{}", rustile::gemm::crossover::markdown(&rows));
     std::fs::create_dir_all(&out).map_err(|source| Error::Io {
         path: out.display().to_string(),
         source,

@@ -230,19 +230,19 @@ pub fn work(name: &str) -> Result<ChunkWork> {
                 .filter(|&s| s > 0)
                 .ok_or_else(bad)?;
             Ok(ChunkWork::Gather {
-                kernel: crate::strided::BEST,
+                kernel: crate::families::strided::BEST,
                 stride,
             })
         }
         Some(_) => Err(bad()),
         None => match name {
-            "copy" => Ok(ChunkWork::Copy(crate::copy::BEST)),
-            "transpose" => crate::transpose::variants()
+            "copy" => Ok(ChunkWork::Copy(crate::families::copy::BEST)),
+            "transpose" => crate::families::transpose::variants()
                 .find(|k| k.name == "naive")
                 .map(|kernel| ChunkWork::Transpose { kernel, cols: 2048 })
                 .ok_or_else(|| Error::Usage("transpose/naive is missing from the registry".into())),
             "gather" => Ok(ChunkWork::Gather {
-                kernel: crate::strided::BEST,
+                kernel: crate::families::strided::BEST,
                 stride: GATHER_STRIDE,
             }),
             _ => Err(bad()),
@@ -295,7 +295,7 @@ impl Plan {
                     reps: 3,
                     compute_reps: None,
                     pageable: true,
-                    work: ChunkWork::Copy(crate::copy::BEST),
+                    work: ChunkWork::Copy(crate::families::copy::BEST),
                     orders: StageOrder::ALL.to_vec(),
                 },
                 launch_kernels: 500,
@@ -314,7 +314,7 @@ impl Plan {
                     reps: 10,
                     compute_reps: None,
                     pageable: true,
-                    work: ChunkWork::Copy(crate::copy::BEST),
+                    work: ChunkWork::Copy(crate::families::copy::BEST),
                     orders: StageOrder::ALL.to_vec(),
                 },
                 launch_kernels: 2000,
@@ -507,7 +507,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     let base = &plan.overlap;
     let gather_cfg = overlap::OverlapConfig {
         work: ChunkWork::Gather {
-            kernel: crate::strided::BEST,
+            kernel: crate::families::strided::BEST,
             stride: o.num("--gather", GATHER_STRIDE)?,
         },
         pageable: false,

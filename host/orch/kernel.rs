@@ -11,9 +11,9 @@ use rustile_kernels::registry::{DType, KernelInfo};
 use super::mem::DeviceBuffer;
 use crate::check::{self, BufArg, Scalar};
 use crate::error::{DriverContext, Result};
-use crate::gemm::{self, GemmProblem};
+use crate::families::gemm::{self, GemmProblem};
+use crate::families::memory::Problem;
 use crate::gpu::Gpu;
-use crate::problem::Problem;
 
 /// A checked, planned f32 launch of one suite kernel on one problem, between buffers of
 /// `src_len` and `dst_len` elements.
@@ -37,7 +37,7 @@ impl PlannedCopy {
         src_len: usize,
         dst_len: usize,
     ) -> Result<Self> {
-        let problem = Problem::Copy(crate::copy::CopyProblem { n });
+        let problem = Problem::Copy(crate::families::copy::CopyProblem { n });
         Self::for_problem(gpu, kernel, problem, src_len, dst_len)
     }
 

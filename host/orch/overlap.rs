@@ -18,7 +18,7 @@ use super::pipeline::{
 };
 use super::timeline::Timeline;
 use crate::error::{DriverContext, Result};
-use crate::gemm::GemmProblem;
+use crate::families::gemm::GemmProblem;
 use crate::gpu::Gpu;
 use crate::harness::Stats;
 

@@ -25,13 +25,13 @@ use rustile_kernels::registry::KernelInfo;
 use super::kernel::{PlannedCopy, PlannedGemm, PlannedWork, ResidentWeights};
 use super::mem::{DeviceBuffer, HostBuffer};
 use super::timeline::{Span, Stage, Timeline};
-use crate::copy::CopyProblem;
 use crate::error::{DriverContext, Error, Result};
-use crate::gemm::GemmProblem;
+use crate::families::copy::CopyProblem;
+use crate::families::gemm::GemmProblem;
+use crate::families::memory::Problem;
+use crate::families::strided::StridedProblem;
+use crate::families::transpose::TransposeProblem;
 use crate::gpu::Gpu;
-use crate::problem::Problem;
-use crate::strided::StridedProblem;
-use crate::transpose::TransposeProblem;
 
 /// What the compute stage runs on each chunk (f32), `compute_reps` times, input → output.
 #[derive(Clone, Copy, Debug)]
@@ -56,7 +56,7 @@ pub enum ChunkWork {
     },
     /// `out = in · B`: the chunk is a block of rows of A (`len / k` rows × `k`), B (`k × n`)
     /// is resident on the device (uploaded once per [`Pipeline`], before any timing), one
-    /// launch of the variant [`crate::gemm::dispatch`] picks; the output chunk is
+    /// launch of the variant [`crate::families::gemm::dispatch`] picks; the output chunk is
     /// `rows × n`, so with `n < k` the D2H is `n / k` of the H2D.
     Gemm {
         /// Columns of A, rows of B.
@@ -1095,7 +1095,7 @@ mod tests {
         assert!(matches!(e, Error::ZeroSize { .. }), "{e}");
         // The gather's problem reads exactly the chunk: (n − 1) · stride + 1 ≤ len.
         let work = ChunkWork::Gather {
-            kernel: crate::strided::BEST,
+            kernel: crate::families::strided::BEST,
             stride: 8,
         };
         for len in [1, 7, 8, 9, 1 << 20, (1 << 20) + 3] {

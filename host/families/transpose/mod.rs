@@ -127,7 +127,7 @@ impl TransposeProblem {
 
 /// The variants of this family.
 pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
-    crate::copy::family_variants(rustile_kernels::registry::Family::Transpose)
+    crate::families::copy::family_variants(rustile_kernels::registry::Family::Transpose)
 }
 
 /// The variant the dispatcher uses for `problem` with `elem_bytes`-byte elements, from the

@@ -7,12 +7,12 @@ use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
 
 use crate::backend::{Backend, Buf};
 use crate::check;
-use crate::copy::CopyProblem;
 use crate::elem::{random_vec, DeviceElem};
 use crate::error::Result;
-use crate::problem::Problem;
-use crate::strided::{StridedProblem, BENCH_STRIDES};
-use crate::transpose::TransposeProblem;
+use crate::families::copy::CopyProblem;
+use crate::families::memory::Problem;
+use crate::families::strided::{StridedProblem, BENCH_STRIDES};
+use crate::families::transpose::TransposeProblem;
 
 /// How large the validation shapes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub enum Scale {
 /// multiples, and (at [`Scale::Device`]) large enough to span many waves.
 pub fn validation_problems(family: Family, scale: Scale) -> Vec<Problem> {
     let all: Vec<Problem> = match family {
-        // SGEMM has three operands and a tolerance: `crate::gemm::validation_problems`.
+        // SGEMM has three operands and a tolerance: `crate::families::gemm::validation_problems`.
         Family::Gemm => vec![],
         Family::Copy => [
             1,
@@ -137,14 +137,16 @@ pub fn cases(scale: Scale) -> Vec<(&'static KernelInfo, DType, Problem)> {
 }
 
 /// How many cases [`validate_all`] runs at `scale`: the memory families' [`cases`] plus every
-/// SGEMM variant at every [`crate::gemm::validation_problems`] shape.
+/// SGEMM variant at every [`crate::families::gemm::validation_problems`] shape.
 pub fn case_count(scale: Scale) -> usize {
-    cases(scale).len() + crate::gemm::variants().count() * crate::gemm::validation_problems().len()
+    cases(scale).len()
+        + crate::families::gemm::variants().count()
+            * crate::families::gemm::validation_problems().len()
 }
 
 /// Validates every variant of every family, for every dtype it is instantiated for, at every
 /// shape of [`validation_problems`] (at the scale that suits the back end), then every SGEMM
-/// variant at every [`crate::gemm::validation_problems`] shape. `progress` is told each case
+/// variant at every [`crate::families::gemm::validation_problems`] shape. `progress` is told each case
 /// before it runs.
 pub fn validate_all(
     backend: &Backend,
@@ -171,7 +173,9 @@ pub fn validate_all(
             );
             let result = match dtype {
                 DType::F32 => validate::<f32>(backend, kernel, &problem, &mut rng),
-                DType::F16 | DType::Bf16 => validate::<half::f16>(backend, kernel, &problem, &mut rng),
+                DType::F16 | DType::Bf16 => {
+                    validate::<half::f16>(backend, kernel, &problem, &mut rng)
+                }
             };
             CaseOutcome {
                 kernel: name,
@@ -181,8 +185,8 @@ pub fn validate_all(
             }
         })
         .collect();
-    let gemm_cases = crate::gemm::variants().flat_map(|k| {
-        crate::gemm::validation_problems()
+    let gemm_cases = crate::families::gemm::variants().flat_map(|k| {
+        crate::families::gemm::validation_problems()
             .into_iter()
             .map(move |p| (k, p))
     });
@@ -194,12 +198,13 @@ pub fn validate_all(
             &format!("{name} f32 {}", problem.shape()),
         );
         // The 16-byte-load variants get the same shape with lda, ldb padded to multiples of 4.
-        let problem = if crate::gemm::GemmProblem::vectorized(kernel) {
+        let problem = if crate::families::gemm::GemmProblem::vectorized(kernel) {
             problem.aligned()
         } else {
             problem
         };
-        let result = crate::gemm::validate(backend, kernel, &problem, seed ^ ((j as u64) << 32));
+        let result =
+            crate::families::gemm::validate(backend, kernel, &problem, seed ^ ((j as u64) << 32));
         out.push(CaseOutcome {
             kernel: name,
             dtype: "f32",

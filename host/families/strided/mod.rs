@@ -84,7 +84,7 @@ impl StridedProblem {
 
 /// The variants of this family.
 pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
-    crate::copy::family_variants(rustile_kernels::registry::Family::Strided)
+    crate::families::copy::family_variants(rustile_kernels::registry::Family::Strided)
 }
 
 /// The one variant.

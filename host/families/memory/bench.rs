@@ -11,14 +11,14 @@ use rand::SeedableRng;
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::check;
-use crate::copy::CopyProblem;
 use crate::elem::{random_vec, DeviceElem};
 use crate::error::{DriverContext, Error, Result};
+use crate::families::copy::CopyProblem;
+use crate::families::memory::Problem;
+use crate::families::strided::{StridedProblem, BENCH_STRIDES};
+use crate::families::transpose::TransposeProblem;
 use crate::gpu::Gpu;
 use crate::harness::{self, L2Mode, Stats, TimingConfig};
-use crate::problem::Problem;
-use crate::strided::{StridedProblem, BENCH_STRIDES};
-use crate::transpose::TransposeProblem;
 
 /// Name of the baseline rows.
 pub const BASELINE: &str = "cuMemcpyDtoD";

@@ -1,17 +1,19 @@
 //! One problem type over every family, so the suite, the benches and the CLI iterate the
 //! registry without a match per family.
 
+pub mod bench;
+
 use cudarc::driver::CudaSlice;
 use rustile_kernels::registry::{Family, KernelInfo};
 
 use crate::backend::{Backend, Buf, Pair};
 use crate::check::{self, BufArg, Plan};
-use crate::copy::CopyProblem;
 use crate::elem::DeviceElem;
 use crate::error::{Error, Result};
+use crate::families::copy::CopyProblem;
+use crate::families::strided::StridedProblem;
+use crate::families::transpose::TransposeProblem;
 use crate::gpu::Gpu;
-use crate::strided::StridedProblem;
-use crate::transpose::TransposeProblem;
 
 /// A problem of any family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
