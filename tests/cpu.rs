@@ -44,7 +44,7 @@ fn references_match_float64_naive_versions_at_every_validation_shape() {
         .count();
     let shapes: usize = Family::MEMORY
         .iter()
-        .map(|f| suite::validation_problems(*f, suite::Scale::Device).len())
+        .map(|f| rustile::memory::validation_problems(*f).len())
         .sum();
     assert_eq!(references, shapes);
 }

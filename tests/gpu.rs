@@ -28,9 +28,9 @@ fn fresh_seed() -> u64 {
 fn every_kernel_matches_its_reference_at_odd_shapes() {
     let backend = Backend::Gpu(gpu());
     let seed = fresh_seed();
-    let outcomes = suite::validate_all(&backend, seed, |_, _, _| {});
+    let outcomes = suite::validate_all(&backend, suite::Scale::Quick, seed, |_, _, _| {});
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    let expected = suite::case_count(suite::Scale::Device);
+    let expected = suite::case_count(&backend, suite::Scale::Quick);
     println!(
         "{} kernel × dtype × shape cases ran (seed {seed})",
         outcomes.len()
@@ -51,7 +51,7 @@ fn headline_transpose_shapes_are_exact() {
     for (rows, cols) in [(8192, 8192), (8191, 8193)] {
         let p = Problem::Transpose(TransposeProblem { rows, cols });
         for k in transpose::variants() {
-            suite::validate::<f32>(&backend, k, &p, &mut rng).unwrap();
+            rustile::memory::validate::<f32>(&backend, k, &p, &mut rng).unwrap();
         }
     }
 }

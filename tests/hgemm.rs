@@ -16,47 +16,12 @@ fn seed() -> u64 {
         .unwrap_or(7)
 }
 
-/// Shapes off every tile of both kernels (64×64×32 and 128×128×32), K = 0 and 1, a K that
-/// wraps the `cp.async` ring, and an
-/// epilogue case with α, β, bias, ReLU and padded pitches.
-fn cases() -> Vec<(Problem, bool)> {
-    let mut v = Vec::new();
-    for ty in [DType::F16, DType::Bf16] {
-        for b in [BLayout::RowMajor, BLayout::Transposed] {
-            for (m, n, k) in [
-                (1, 8, 8),
-                (70, 136, 40),
-                (129, 72, 96),
-                (33, 8, 0),
-                (17, 16, 1),
-                // Eight k-tiles: the ring wraps twice.
-                (40, 130, 232),
-            ] {
-                for out in [ty, DType::F32] {
-                    let mut p = Problem::new(ty, m, n, k).with_b(b);
-                    p.out = out;
-                    v.push((p, false));
-                }
-            }
-            let mut p = Problem::new(ty, 67, 144, 56).with_b(b);
-            p.alpha = -0.75;
-            p.beta = 0.5;
-            p.relu = true;
-            p.lda = 72;
-            p.ldb += 8;
-            p.ldc = 151;
-            v.push((p, true));
-        }
-    }
-    v
-}
-
 #[test]
 fn mma_kernels_match_float64_in_the_simulator() {
     let sim = Simulator::default();
     let s = seed();
     let mut n = 0;
-    for (i, (p, bias)) in cases().iter().enumerate() {
+    for (i, (p, bias)) in hgemm::sim_cases().iter().enumerate() {
         for v in [Variant::Mma, Variant::MmaPipeline] {
             if v == Variant::MmaPipeline && !p.tma_ok([0, 0]) {
                 // Aligned-only kernel; the refusal is tested below.

@@ -1,240 +1,55 @@
-//! The validated run of every kernel: fresh random inputs, poisoned outputs, exact comparison
-//! with the CPU reference, at shapes that are not multiples of any tile or vector width.
+//! The validated run of every family ([`super::all`]): each family's cases at a scale, on the
+//! GPU or in the simulator; and the checks that need no GPU at all.
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
+use rustile_kernels::registry::{Family, KERNELS};
 
-use crate::backend::{Backend, Buf};
-use crate::check;
-use crate::elem::{random_vec, DeviceElem};
-use crate::error::Result;
-use crate::families::copy::CopyProblem;
-use crate::families::memory::Problem;
-use crate::families::strided::{StridedProblem, BENCH_STRIDES};
-use crate::families::transpose::TransposeProblem;
+use crate::backend::Backend;
+use crate::elem::random_vec;
+use crate::families::memory::validation_problems;
 
-/// How large the validation shapes are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scale {
-    /// Every shape, up to ten million elements (the GPU).
-    Device,
-    /// The shapes of at most ~70 000 elements, still covering every odd case (the simulator).
-    Simulator,
-}
+pub use super::{Case, Outcome as CaseOutcome, Scale};
 
-/// Shapes every variant of `family` is validated at: tiny, odd, just around tile and vector
-/// multiples, and (at [`Scale::Device`]) large enough to span many waves.
-pub fn validation_problems(family: Family, scale: Scale) -> Vec<Problem> {
-    let all: Vec<Problem> = match family {
-        // SGEMM has three operands and a tolerance: `crate::families::gemm::validation_problems`.
-        Family::Gemm => vec![],
-        Family::Copy => [
-            1,
-            3,
-            7,
-            8,
-            9,
-            255,
-            1000,
-            4097,
-            65_539,
-            (1 << 20) + 3,
-            10_000_019,
-        ]
+/// Every family's validation cases at `scale` on `backend`, in [`super::all`]'s order.
+pub fn cases(backend: &Backend, scale: Scale) -> Vec<Case> {
+    super::all()
         .into_iter()
-        .map(|n| Problem::Copy(CopyProblem { n }))
-        .collect(),
-        Family::Strided => [1usize, 999, 65_537]
-            .into_iter()
-            .flat_map(|n| {
-                BENCH_STRIDES.into_iter().chain([3]).map(move |s| {
-                    Problem::Strided(StridedProblem {
-                        n,
-                        stride: s as usize,
-                    })
-                })
-            })
-            .collect(),
-        Family::Transpose => [
-            (1, 1),
-            (1, 37),
-            (33, 1),
-            (31, 33),
-            (32, 32),
-            (64, 96),
-            (130, 67),
-            (257, 129),
-            (1000, 999),
-            (1025, 4097),
-            (2049, 4095),
-        ]
-        .into_iter()
-        .map(|(rows, cols)| Problem::Transpose(TransposeProblem { rows, cols }))
-        .collect(),
-    };
-    match scale {
-        Scale::Device => all,
-        Scale::Simulator => all
-            .into_iter()
-            .filter(|p| p.lens().0 <= 70_000 && p.lens().1 <= 70_000)
-            .collect(),
-    }
-}
-
-/// Runs `kernel` once on `problem` with fresh random input and a poisoned output, and compares
-/// the result with the CPU reference bit for bit.
-pub fn validate<T: DeviceElem>(
-    backend: &Backend,
-    kernel: &KernelInfo,
-    problem: &Problem,
-    rng: &mut SmallRng,
-) -> Result<()> {
-    let (src_len, dst_len) = problem.lens();
-    let host_src: Vec<T> = random_vec(src_len, rng);
-    let src = backend.upload(&host_src, "validation input")?;
-    let mut dst = backend.filled(dst_len, T::POISON, "validation output")?;
-    problem.launch(backend, kernel, &src, &mut dst)?;
-    backend.synchronize(&check::kernel_name(kernel))?;
-    let got = backend.download(&dst, "validation output")?;
-    if let (Backend::Simulator(sim), Buf::Sim(s), Buf::Sim(d)) = (backend, src, dst) {
-        sim.free(s);
-        sim.free(d);
-    }
-    check::exact(
-        &check::kernel_name(kernel),
-        &problem.shape(),
-        &got,
-        &problem.reference(&host_src),
-    )
-}
-
-/// One validated case.
-#[derive(Debug, serde::Serialize)]
-pub struct CaseOutcome {
-    /// `family/variant`.
-    pub kernel: String,
-    /// dtype name.
-    pub dtype: &'static str,
-    /// Shape.
-    pub shape: String,
-    /// `None` if correct, else the error.
-    pub error: Option<String>,
-}
-
-/// Every (kernel, dtype, problem) case of the registry at `scale`.
-pub fn cases(scale: Scale) -> Vec<(&'static KernelInfo, DType, Problem)> {
-    KERNELS
-        .iter()
-        .flat_map(|k| {
-            k.symbols.iter().map(|e| e.dtype).flat_map(move |dtype| {
-                validation_problems(k.family, scale)
-                    .into_iter()
-                    .map(move |p| (*k, dtype, p))
-            })
-        })
+        .flat_map(|f| f.cases(backend, scale))
         .collect()
 }
 
-/// How many cases [`validate_all`] runs at `scale`: the memory families' [`cases`] plus every
-/// SGEMM variant at every [`crate::families::gemm::validation_problems`] shape.
-pub fn case_count(scale: Scale) -> usize {
-    cases(scale).len()
-        + crate::families::gemm::variants().count()
-            * crate::families::gemm::validation_problems().len()
+/// How many cases [`validate_all`] runs.
+pub fn case_count(backend: &Backend, scale: Scale) -> usize {
+    super::all()
+        .into_iter()
+        .map(|f| f.cases(backend, scale).len())
+        .sum()
 }
 
-/// Validates every variant of every family, for every dtype it is instantiated for, at every
-/// shape of [`validation_problems`] (at the scale that suits the back end), then every SGEMM
-/// variant at every [`crate::families::gemm::validation_problems`] shape. `progress` is told each case
-/// before it runs.
+/// Validates every family's cases at `scale` on `backend`: every variant of every family, for
+/// every dtype it is built for, at every validation shape the back end can run. `progress` is
+/// told each case before it runs. Case `i` draws its inputs from `seed` and `i`.
 pub fn validate_all(
     backend: &Backend,
+    scale: Scale,
     seed: u64,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let scale = match backend {
-        Backend::Gpu(_) => Scale::Device,
-        Backend::Simulator(_) => Scale::Simulator,
-    };
-    let cases = cases(scale);
-    let total = case_count(scale);
-    let memory = cases.len();
-    let mut out: Vec<CaseOutcome> = cases
+    let families: Vec<_> = super::all()
         .into_iter()
-        .enumerate()
-        .map(|(i, (kernel, dtype, problem))| {
-            let name = check::kernel_name(kernel);
-            progress(
-                i,
-                total,
-                &format!("{name} {} {}", dtype.name(), problem.shape()),
-            );
-            let result = match dtype {
-                DType::F32 => validate::<f32>(backend, kernel, &problem, &mut rng),
-                DType::F16 | DType::Bf16 => {
-                    validate::<half::f16>(backend, kernel, &problem, &mut rng)
-                }
-            };
-            CaseOutcome {
-                kernel: name,
-                dtype: dtype.name(),
-                shape: problem.shape(),
-                error: result.err().map(|e| e.to_string()),
-            }
-        })
+        .map(|f| (f, f.cases(backend, scale)))
         .collect();
-    let gemm_cases = crate::families::gemm::variants().flat_map(|k| {
-        crate::families::gemm::validation_problems()
-            .into_iter()
-            .map(move |p| (k, p))
-    });
-    for (j, (kernel, problem)) in gemm_cases.enumerate() {
-        let name = check::kernel_name(kernel);
-        progress(
-            memory + j,
-            total,
-            &format!("{name} f32 {}", problem.shape()),
-        );
-        // The 16-byte-load variants get the same shape with lda, ldb padded to multiples of 4.
-        let problem = if crate::families::gemm::GemmProblem::vectorized(kernel) {
-            problem.aligned()
-        } else {
-            problem
-        };
-        let result =
-            crate::families::gemm::validate(backend, kernel, &problem, seed ^ ((j as u64) << 32));
-        out.push(CaseOutcome {
-            kernel: name,
-            dtype: "f32",
-            shape: problem.shape(),
-            error: result.err().map(|e| e.to_string()),
-        });
+    let total = families.iter().map(|(_, c)| c.len()).sum();
+    let mut out = Vec::with_capacity(total);
+    for (family, cases) in &families {
+        for case in cases {
+            let i = out.len();
+            progress(i, total, &case.label());
+            out.push(family.run(backend, case, seed ^ ((i as u64) << 32)));
+        }
     }
     out
-}
-
-/// Runs `kernel` on `problem` once in the simulator (validated against the reference) and
-/// returns its memory-access analysis.
-pub fn analyze(
-    kernel: &KernelInfo,
-    dtype: DType,
-    problem: &Problem,
-    seed: u64,
-) -> Result<crate::sim::Analysis> {
-    let sim = crate::sim::Simulator::default();
-    sim.start_analysis();
-    let backend = Backend::Simulator(sim);
-    let mut rng = SmallRng::seed_from_u64(seed);
-    match dtype {
-        DType::F32 => validate::<f32>(&backend, kernel, problem, &mut rng)?,
-        DType::F16 | DType::Bf16 => validate::<half::f16>(&backend, kernel, problem, &mut rng)?,
-    }
-    let Backend::Simulator(sim) = backend else {
-        unreachable!()
-    };
-    Ok(sim.take_analysis().unwrap_or_default())
 }
 
 /// One check the CPU-side suite ran.
@@ -253,7 +68,7 @@ pub fn cpu_checks(seed: u64) -> Vec<CpuCheck> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut out = Vec::new();
     for family in Family::MEMORY {
-        for problem in validation_problems(family, Scale::Device) {
+        for problem in validation_problems(family) {
             let (src_len, _) = problem.lens();
             let src: Vec<f32> = random_vec(src_len, &mut rng);
             let wide: Vec<f64> = src.iter().map(|&v| v as f64).collect();

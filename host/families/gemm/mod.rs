@@ -15,6 +15,9 @@ pub use launch::*;
 pub use problem::*;
 pub use validate::*;
 
+/// The SGEMM family, for validation ([`crate::families::all`]).
+pub const FAMILY: &dyn crate::families::Family = &Sgemm;
+
 /// The variants of this family.
 pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
     rustile_kernels::KERNELS

@@ -2,12 +2,13 @@
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile_kernels::registry::KernelInfo;
+use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::backend::Backend;
-use crate::check::{self};
+use crate::check;
 use crate::elem::random_vec;
 use crate::error::{Error, Result};
+use crate::families::{Case, Scale};
 
 use super::*;
 
@@ -112,4 +113,42 @@ pub fn analyze(kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<crate:
         unreachable!()
     };
     Ok(sim.take_analysis().unwrap_or_default())
+}
+
+/// SGEMM as a [`crate::families::Family`]: every variant at every [`validation_problems`]
+/// shape, on the GPU or in the simulator.
+pub struct Sgemm;
+
+impl crate::families::Family for Sgemm {
+    fn name(&self) -> &'static str {
+        Family::Gemm.name()
+    }
+
+    fn about(&self) -> &'static str {
+        "f32 matrix product C = α·A·B + β·C on the CUDA cores"
+    }
+
+    fn cases(&self, _backend: &Backend, _scale: Scale) -> Vec<Case> {
+        variants()
+            .flat_map(|kernel| {
+                validation_problems().into_iter().map(move |problem| {
+                    // The 16-byte-load variants get the same shape with lda, ldb padded to
+                    // multiples of 4.
+                    let problem = if GemmProblem::vectorized(kernel) {
+                        problem.aligned()
+                    } else {
+                        problem
+                    };
+                    Case::new(
+                        check::kernel_name(kernel),
+                        DType::F32,
+                        problem.shape(),
+                        move |backend: &Backend, seed: u64| {
+                            validate(backend, kernel, &problem, seed).map(|_| ())
+                        },
+                    )
+                })
+            })
+            .collect()
+    }
 }

@@ -4,7 +4,7 @@ use cudarc::cublas::CudaBlas;
 
 use crate::error::{Error, Result};
 use crate::families::hgemm::peak::{self as hgemm_peak, Pipe};
-use crate::families::hgemm::{self, BLayout, Options, Problem, Variant};
+use crate::families::hgemm::{self, gpu_runs, BLayout, Options, Problem, Variant};
 use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::ptx::Flavour;
@@ -29,127 +29,30 @@ rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--
           less power-hungry kernel clocks higher); interleaved times them rep by rep,
           alternating, at one shared clock (a per-clock comparison)";
 
-/// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
-pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
-    let mut v = Vec::new();
-    let shapes: &[(usize, usize, usize)] = &[
-        (1, 1, 1),
-        (17, 33, 65),
-        (127, 129, 95),
-        (200, 300, 64),
-        (256, 256, 256),
-        (64, 520, 1),
-        (300, 200, 0),
-        (129, 257, 136),
-        // M, N, K off every tile but pitches that TMA can describe: the wgmma path's tails.
-        (129, 136, 200),
-        (333, 264, 72),
-        (1, 8, 8),
-        (300, 520, 1000),
-    ];
-    for ty in [DType::F16, DType::Bf16] {
-        for &b in &[BLayout::RowMajor, BLayout::Transposed] {
-            for &(m, n, k) in shapes {
-                for out in [ty, DType::F32] {
-                    let mut p = Problem::new(ty, m, n, k).with_b(b);
-                    p.out = out;
-                    v.push((p, false));
-                }
-            }
-            // Epilogue: α, β, bias, ReLU, padded pitches (multiples of 8: the TMA path too).
-            let mut p = Problem::new(ty, 133, 270, 72).with_b(b);
-            p.alpha = 0.5;
-            p.beta = -1.25;
-            p.relu = true;
-            p.lda = p.lda.next_multiple_of(8) + 8;
-            p.ldb = p.ldb.next_multiple_of(8) + 16;
-            p.ldc += 3;
-            v.push((p, true));
-            let mut p = Problem::new(ty, 96, 136, 40).with_b(b);
-            p.out = DType::F32;
-            p.beta = 1.0;
-            v.push((p, true));
-        }
-    }
-    if !quick {
-        for ty in [DType::F16, DType::Bf16] {
-            for (m, n, k, b) in [
-                (4093, 4093, 4093, BLayout::RowMajor),
-                (4096, 4096, 512, BLayout::RowMajor),
-                (4096, 4096, 512, BLayout::Transposed),
-                (8192, 1024, 8192, BLayout::RowMajor),
-                (1000, 1000, 1000, BLayout::Transposed),
-                (2050, 1030, 4104, BLayout::RowMajor),
-                (8192, 8192, 8192, BLayout::Transposed),
-                (16384, 16384, 1024, BLayout::RowMajor),
-            ] {
-                v.push((Problem::new(ty, m, n, k).with_b(b), false));
-            }
-        }
-    }
-    v
-}
-
-fn variants_for(gpu: &Gpu) -> Vec<Variant> {
-    Variant::ALL
-        .into_iter()
-        .filter(|v| !v.needs_sm90a() || gpu.flavour() == Flavour::Sm90a)
-        .collect()
-}
-
 /// Validates every variant the device runs on every case, then the selected variant.
 pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
     let mut n = 0;
-    let cases = validation_cases(quick);
-    for (i, (p, bias)) in cases.iter().enumerate() {
-        let big = p.flops() > 1e10;
-        let mut variants: Vec<Option<Variant>> = vec![None];
-        if !big {
-            variants.extend(variants_for(gpu).into_iter().map(Some));
-        } else if p.tma_ok([0, 0]) && gpu.flavour() == Flavour::Sm90a {
-            variants.push(Some(Variant::MmaPipeline));
-        } else if !p.tma_ok([0, 0]) {
-            // The unaligned fallback on a large odd shape: slow, but it must be right.
-            variants = vec![Some(Variant::Mma)];
-        }
-        for v in variants {
-            if let Some(Variant::WgmmaWs | Variant::MmaPipeline) = v {
-                if !p.tma_ok([0, 0]) {
-                    // Unaligned pitches: the aligned-only kernels refuse with a typed error.
-                    match hgemm::validate(gpu, v, p, *bias, seed + i as u64) {
-                        Err(Error::Unsupported { .. }) => continue,
-                        other => {
-                            return Err(Error::Usage(format!(
-                                "hgemm/{} on unaligned {} should be refused, got {other:?}",
-                                v.map(Variant::name).unwrap_or_default(),
-                                p.shape()
-                            )))
-                        }
-                    }
-                }
-            }
-            let r = hgemm::validate(gpu, v, p, *bias, seed + i as u64)?;
-            n += 1;
-            println!(
-                "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
-                r.variant.name(),
-                p.ty.name(),
-                p.shape(),
-                match p.b {
-                    BLayout::RowMajor => "bn",
-                    BLayout::Transposed => "bt",
-                },
-                p.out.name(),
-                p.alpha,
-                p.beta,
-                bias,
-                p.relu,
-                p.lda,
-                p.ldb,
-                p.ldc,
-                r.checked
-            );
-        }
+    for (i, p, bias, v) in gpu_runs(gpu, quick) {
+        let Some(r) = hgemm::validate_run(gpu, v, &p, bias, seed + i as u64)? else {
+            continue;
+        };
+        n += 1;
+        println!(
+            "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
+            r.variant.name(),
+            p.ty.name(),
+            p.shape(),
+            p.b.tag(),
+            p.out.name(),
+            p.alpha,
+            p.beta,
+            bias,
+            p.relu,
+            p.lda,
+            p.ldb,
+            p.ldc,
+            r.checked
+        );
     }
     Ok(n)
 }

@@ -13,6 +13,7 @@
 //! aligned-only kernel with unaligned operands, is [`Error::Unsupported`], not a launch failure.
 
 pub mod bench;
+pub mod cases;
 pub mod cli;
 pub mod dispatch;
 pub mod peak;
@@ -23,8 +24,12 @@ pub mod validate;
 
 pub use crate::tma::{tensor_map_2d, tensor_map_2d_of, upload_maps};
 pub use bench::*;
+pub use cases::*;
 pub use dispatch::*;
 pub use prepare::*;
 pub use problem::*;
 pub use reference::*;
 pub use validate::*;
+
+/// The tensor-core GEMM family, for validation ([`crate::families::all`]).
+pub const FAMILY: &dyn crate::families::Family = &Hgemm;

@@ -1,7 +1,11 @@
-//! One problem type over every family, so the suite, the benches and the CLI iterate the
-//! registry without a match per family.
+//! What the memory families (copy, strided, transpose) share: one problem type over all three,
+//! so validation, the benches and the CLI iterate the registry without a match per family;
+//! their validation (`validate.rs`) and their bench sweep ([`bench`]).
 
 pub mod bench;
+pub mod validate;
+
+pub use validate::{analyze, fits_simulator, validate, validation_problems, Memory};
 
 use cudarc::driver::CudaSlice;
 use rustile_kernels::registry::{Family, KernelInfo};

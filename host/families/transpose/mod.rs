@@ -9,6 +9,12 @@ use crate::elem::DeviceElem;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
+/// The transpose family, for validation ([`crate::families::all`]).
+pub const FAMILY: &dyn crate::families::Family = &crate::families::memory::Memory::new(
+    rustile_kernels::registry::Family::Transpose,
+    "matrix transpose: dst[c][r] = src[r][c]",
+);
+
 /// A transpose of a `rows × cols` matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransposeProblem {
