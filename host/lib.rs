@@ -3,11 +3,16 @@
 //!
 //! - [`Gpu`]: the device handle (context, stream, the PTX flavour loaded for its compute
 //!   capability, device limits).
-//! - One module per kernel family ([`copy`], [`strided`], [`transpose`]): a problem type that
-//!   owns its arithmetic (bytes moved, CPU reference, shape checks) and a launcher that checks
-//!   every argument and returns [`Result`].
+//! - [`families`]: one folder per kernel family, mirroring `kernels-rs/src/<family>/`
+//!   ([`copy`], [`strided`], [`transpose`], [`gemm`], [`hgemm`], [`selftest`]): a problem type
+//!   that owns its arithmetic (bytes or flops, CPU reference, shape checks), a launcher that
+//!   checks every argument and returns [`Result`], validation cases and bench rows; the
+//!   [`families::Family`] trait that `rustile validate` iterates over [`families::all`].
+//! - [`elem`]: each [`DType`]'s Rust type, and [`dispatch_dtype!`], the one `match` from a
+//!   run-time dtype to it.
 //! - [`harness`]: CUDA-event timing with warm-up, medians and L2 rotation or flushing.
-//! - [`bench`]: the sweeps that `cargo bench` and `rustile bench` run.
+//! - [`bench`](mod@bench): the memory families' sweeps that `cargo bench` and `rustile bench` run.
+//! - [`tma`]: TMA tensor maps built on the host.
 //! - [`orch`]: host orchestration — pinned/pageable transfers, the multi-stream overlap
 //!   pipeline, CUDA graphs, a stream-ordered memory pool and timelines.
 //!

@@ -2,7 +2,9 @@
 //! [`Family`] trait that validation (and later the bench and the report) iterate.
 //!
 //! A new family is its folder here plus two one-line registrations in this file: `pub mod x;`
-//! and `x::FAMILY` in [`all`].
+//! and `x::FAMILY` in [`all`]. (The trait is not the registry's [`crate::Family`] enum, which
+//! names a family in the kernel table; the memory families and SGEMM implement the trait from
+//! their registry entries.)
 
 use rustile_kernels::registry::DType;
 

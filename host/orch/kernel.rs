@@ -157,7 +157,7 @@ impl ResidentWeights {
 }
 
 /// A checked, planned SGEMM `C = A·B` (f32, row-major, α = 1, β = 0) of the variant that
-/// [`gemm::dispatch`] picks, launched on any stream: A and C by address per launch, B fixed.
+/// [`gemm::dispatch()`] picks, launched on any stream: A and C by address per launch, B fixed.
 ///
 /// One launch per call. (`gemm::run` would, for a grid that fills the GPU, transpose A first
 /// and run the NT pipeline: two launches, on the [`Gpu`]'s own stream.)

@@ -186,7 +186,7 @@ fn launch_split_k(
 /// transposes A with rustile's transpose and runs the `cp.async` NT pipeline (v11: 0.90–0.92×
 /// cuBLAS at 4096³–8192³, transpose included). Otherwise it pads A and/or B into scratch
 /// buffers when their rows are not 16-byte multiples (two memory-bound passes), then runs
-/// [`dispatch`]'s variant — or, when even 128×64 tiles cannot fill the GPU, the warp tile split
+/// [`dispatch()`]'s variant — or, when even 128×64 tiles cannot fill the GPU, the warp tile split
 /// over K ([`split_k_slices`]) plus a reduction. Returns the name of what ran. Asynchronous.
 pub fn run(
     gpu: &Gpu,

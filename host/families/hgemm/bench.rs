@@ -114,7 +114,7 @@ pub fn bench(
     )
 }
 
-/// [`bench`] with every launch option and the timing pairing given.
+/// [`bench()`] with every launch option and the timing pairing given.
 pub fn bench_with(
     gpu: &Gpu,
     blas: &CudaBlas,

@@ -10,7 +10,7 @@
 //! [`Variant::select`] picks `WgmmaWs` on compute capability 9.0 when TMA can describe the
 //! operands (16-byte-aligned base addresses and row pitches), `MmaPipeline` on other devices
 //! with such operands, and `Mma` for any other pitch. Asking for `WgmmaWs` elsewhere, or for an
-//! aligned-only kernel with unaligned operands, is [`Error::Unsupported`], not a launch failure.
+//! aligned-only kernel with unaligned operands, is [`Error::Unsupported`](crate::Error::Unsupported), not a launch failure.
 
 pub mod bench;
 pub mod cases;

@@ -102,7 +102,7 @@ pub fn prepare(
     prepare_with(gpu, &Options::variant(variant), p, a, b, c, bias)
 }
 
-/// [`prepare`] with every launch option given.
+/// [`prepare()`] with every launch option given.
 pub fn prepare_with(
     gpu: &Gpu,
     opts: &Options,

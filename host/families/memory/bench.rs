@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::check;
+use crate::dispatch_dtype;
 use crate::elem::{random_vec, DeviceElem};
 use crate::error::{DriverContext, Error, Result};
 use crate::families::copy::CopyProblem;
@@ -159,29 +160,16 @@ pub fn run(
     let mut rows = Vec::new();
     for problem in &sweep.problems {
         for &dtype in &sweep.dtypes {
-            let mut run_one = |rows: &mut Vec<BenchRow>| match dtype {
-                DType::F32 => bench_problem::<f32>(
-                    gpu,
-                    &kernels,
-                    problem,
-                    sweep,
-                    timing,
-                    &mut rng,
-                    &mut progress,
-                    rows,
-                ),
-                DType::F16 | DType::Bf16 => bench_problem::<half::f16>(
-                    gpu,
-                    &kernels,
-                    problem,
-                    sweep,
-                    timing,
-                    &mut rng,
-                    &mut progress,
-                    rows,
-                ),
-            };
-            run_one(&mut rows)?;
+            dispatch_dtype!(dtype, T => bench_problem::<T>(
+                gpu,
+                &kernels,
+                problem,
+                sweep,
+                timing,
+                &mut rng,
+                &mut progress,
+                &mut rows,
+            ))?;
         }
     }
     let ceiling = rows

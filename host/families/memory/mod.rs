@@ -1,6 +1,6 @@
 //! What the memory families (copy, strided, transpose) share: one problem type over all three,
 //! so validation, the benches and the CLI iterate the registry without a match per family;
-//! their validation (`validate.rs`) and their bench sweep ([`bench`]).
+//! their validation (`validate.rs`) and their bench sweep ([`bench`](mod@bench)).
 
 pub mod bench;
 pub mod validate;

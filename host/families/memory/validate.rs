@@ -71,7 +71,7 @@ impl crate::families::Family for Memory {
 
 /// Shapes every variant of `family` is validated at: tiny, odd, just around tile and vector
 /// multiples, and large enough to span many waves (the simulator runs those that
-/// [`fit_simulator`]).
+/// [`fits_simulator`]).
 pub fn validation_problems(family: Family) -> Vec<Problem> {
     match family {
         // SGEMM has three operands and a tolerance: `crate::families::gemm::validation_problems`.

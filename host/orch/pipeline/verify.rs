@@ -1,7 +1,7 @@
 //! Checking a run's output against the CPU reference.
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-/// What [`Pipeline::verify`] checked.
+/// What [`Pipeline::verify`](super::Pipeline::verify) checked.
 pub struct Verification {
     /// Bit for bit (suite kernels); otherwise within `tolerance`.
     pub exact: bool,

@@ -25,7 +25,7 @@ pub enum ChunkWork {
     },
     /// `out = in · B`: the chunk is a block of rows of A (`len / k` rows × `k`), B (`k × n`)
     /// is resident on the device (uploaded once per [`Pipeline`], before any timing), one
-    /// launch of the variant [`crate::families::gemm::dispatch`] picks; the output chunk is
+    /// launch of the variant [`crate::families::gemm::dispatch()`] picks; the output chunk is
     /// `rows × n`, so with `n < k` the D2H is `n / k` of the H2D.
     Gemm {
         /// Columns of A, rows of B.
