@@ -49,7 +49,10 @@ fn criterion_sweeps(c: &mut Criterion, gpu: &Gpu) {
             let mut dsts: Vec<_> = (0..sets)
                 .map(|_| gpu.alloc::<f32>(dst_len, "bench output").unwrap())
                 .collect();
-            for kernel in KERNELS.iter().filter(|k| k.family == family) {
+            for kernel in KERNELS
+                .iter()
+                .filter(|k| k.family == family && k.role == rustile_kernels::registry::Role::Ladder)
+            {
                 let id = format!("{}/f32/{}", kernel.name, problem.shape());
                 group.bench_function(id, |b| {
                     b.iter_custom(|iters| {

@@ -3,11 +3,16 @@
 //!
 //! - [`Gpu`]: the device handle (context, stream, the PTX flavour loaded for its compute
 //!   capability, device limits).
-//! - One module per kernel family ([`copy`], [`strided`], [`transpose`]): a problem type that
-//!   owns its arithmetic (bytes moved, CPU reference, shape checks) and a launcher that checks
-//!   every argument and returns [`Result`].
+//! - [`families`]: one folder per kernel family, mirroring `kernels-rs/src/<family>/`
+//!   ([`copy`], [`strided`], [`transpose`], [`gemm`], [`hgemm`], [`selftest`]): a problem type
+//!   that owns its arithmetic (bytes or flops, CPU reference, shape checks), a launcher that
+//!   checks every argument and returns [`Result`], validation cases and bench rows; the
+//!   [`families::Family`] trait that `rustile validate` iterates over [`families::all`].
+//! - [`elem`]: each [`DType`]'s Rust type, and [`dispatch_dtype!`], the one `match` from a
+//!   run-time dtype to it.
 //! - [`harness`]: CUDA-event timing with warm-up, medians and L2 rotation or flushing.
-//! - [`bench`]: the sweeps that `cargo bench` and `rustile bench` run.
+//! - [`bench`](mod@bench): the memory families' sweeps that `cargo bench` and `rustile bench` run.
+//! - [`tma`]: TMA tensor maps built on the host.
 //! - [`orch`]: host orchestration — pinned/pageable transfers, the multi-stream overlap
 //!   pipeline, CUDA graphs, a stream-ordered memory pool and timelines.
 //!
@@ -15,33 +20,24 @@
 //! [`rustile_kernels`], compiled for the host, so a launch cannot drift from its kernel.
 
 pub mod backend;
-pub mod bench;
 pub mod check;
-pub mod copy;
-pub mod crossover;
 pub mod elem;
 pub mod error;
-pub mod gemm;
+pub mod families;
 pub mod gpu;
 pub mod harness;
-pub mod hgemm;
-pub mod hgemm_cli;
-pub mod hgemm_peak;
 pub mod launch;
 pub mod orch;
-
-pub mod problem;
 pub mod ptx;
 pub mod ptxas;
-pub mod selftest;
 pub mod sim;
-pub mod strided;
-pub mod suite;
-pub mod transpose;
+pub mod tma;
+
+pub use families::memory::{self, bench, Problem};
+pub use families::{copy, gemm, hgemm, selftest, strided, suite, transpose};
 
 pub use backend::{Backend, Buf};
 pub use elem::DeviceElem;
 pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
-pub use problem::Problem;
 pub use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};

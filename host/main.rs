@@ -4,8 +4,9 @@
 //! rustile                 the main job: on a GPU, validate every kernel and time the headline
 //!                         cases; without one, the CPU-side suite
 //! rustile info            device, limits and ceilings
-//! rustile validate [--sim] validate every kernel at every validation shape (GPU, or the
-//!                         simulator where there is none or with --sim)
+//! rustile validate [--sim] validate every kernel of every family (`rustile::families::all`)
+//!                         at every validation shape (GPU, or the simulator where there is none
+//!                         or with --sim)
 //! rustile analyze KERNEL [SHAPE] [--dtype f32|f16]
 //!                         run KERNEL (family/variant) in the simulator and report its global
 //!                         sectors per request and shared-memory bank conflicts, per source line
@@ -28,6 +29,7 @@ use rustile::bench::{self, Sweep};
 use rustile::harness::{L2Mode, TimingConfig};
 use rustile::ptx::Flavour;
 use rustile::sim::Simulator;
+use rustile::suite::Scale;
 use rustile::{ptxas, suite, Backend, DType, Error, Family, Gpu, Result, KERNELS};
 
 const USAGE: &str =
@@ -43,12 +45,14 @@ fn main() -> ExitCode {
         None | Some("run") => main_job(),
         Some("info") => info(),
         Some("validate") if args.get(1).map(String::as_str) == Some("--sim") => {
-            validate(&Backend::Simulator(Simulator::default()))
+            validate(&Backend::Simulator(Simulator::default()), Scale::Full)
         }
-        Some("validate") => Backend::gpu_or_simulator().and_then(|(b, _)| validate(&b)),
+        Some("validate") => {
+            Backend::gpu_or_simulator().and_then(|(b, _)| validate(&b, Scale::Full))
+        }
         Some("analyze") => analyze(&args[1..]),
         Some("bench") => bench_cmd(&args[1..]),
-        Some("hgemm") => rustile::hgemm_cli::main(&args[1..], seed()),
+        Some("hgemm") => rustile::hgemm::cli::main(&args[1..], seed()),
         Some("ptx-report") => ptx_report(true),
         Some(cmd @ ("transfer" | "overlap" | "launch" | "memory" | "orchestration")) => {
             rustile::orch::cli::run(cmd, &args[1..]).unwrap_or_else(|| unreachable_command(cmd))
@@ -118,7 +122,7 @@ fn main_job() -> Result<()> {
                  simulator instead.\n"
             );
             cpu_job()?;
-            validate(&backend)
+            validate(&backend, Scale::Quick)
         }
     }
 }
@@ -148,7 +152,7 @@ fn cpu_job() -> Result<()> {
 
 fn gpu_job(backend: &Backend, gpu: &Gpu) -> Result<()> {
     print_info(gpu);
-    validate(backend)?;
+    validate(backend, Scale::Quick)?;
     // Headline cases: best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193.
     let timing = TimingConfig {
         warmup: 3,
@@ -173,10 +177,10 @@ fn gpu_job(backend: &Backend, gpu: &Gpu) -> Result<()> {
     Ok(())
 }
 
-fn validate(backend: &Backend) -> Result<()> {
+fn validate(backend: &Backend, scale: Scale) -> Result<()> {
     let seed = seed();
     let start = Instant::now();
-    let outcomes = suite::validate_all(backend, seed, progress);
+    let outcomes = suite::validate_all(backend, scale, seed, progress);
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     println!(
         "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
@@ -212,9 +216,7 @@ fn analyze(args: &[String]) -> Result<()> {
     let (family_name, variant) = id
         .split_once('/')
         .ok_or_else(|| Error::Usage(format!("`{id}`: name a kernel as family/variant")))?;
-    let family = Family::ALL
-        .into_iter()
-        .find(|f| f.name() == family_name)
+    let family = rustile_kernels::registry::family(family_name)
         .ok_or_else(|| Error::Usage(format!("unknown family `{family_name}`")))?;
     let kernel = rustile_kernels::registry::find(family, variant).ok_or_else(|| {
         let names: Vec<_> = KERNELS
@@ -233,7 +235,7 @@ fn analyze(args: &[String]) -> Result<()> {
         Family::Copy => "4096".to_string(),
         Family::Strided => "4096:4".to_string(),
         Family::Transpose => "256x256".to_string(),
-        Family::Hgemm | Family::Selftest => {
+        _ => {
             return Err(Error::Usage(format!(
                 "`analyze {}` is not supported here; use `rustile hgemm analyze`",
                 family.name()
@@ -261,7 +263,7 @@ fn analyze(args: &[String]) -> Result<()> {
     } else {
         let problem = bench::parse_shape(family, &shape)?;
         (
-            suite::analyze(kernel, dtype, &problem, seed())?,
+            rustile::memory::analyze(kernel, dtype, &problem, seed())?,
             problem.shape(),
         )
     };
@@ -336,10 +338,8 @@ fn bench_cmd(args: &[String]) -> Result<()> {
         return crossover_cmd(&args[1..]);
     }
     let families: Vec<Family> = match family_arg.as_str() {
-        "all" => Family::ALL.to_vec(),
-        name => vec![Family::ALL
-            .into_iter()
-            .find(|f| f.name() == name)
+        "all" => Family::MEMORY.to_vec(),
+        name => vec![rustile_kernels::registry::family(name)
             .ok_or_else(|| Error::Usage(format!("unknown family `{name}`\n{USAGE}")))?],
     };
     let mut sizes = None;
@@ -444,9 +444,9 @@ fn crossover_cmd(args: &[String]) -> Result<()> {
         .collect::<Result<_>>()?;
     let gpu = Gpu::new(0)?;
     print_info(&gpu);
-    let rows = rustile::crossover::run(&gpu, &sizes, seed(), status)?;
+    let rows = rustile::gemm::crossover::run(&gpu, &sizes, seed(), status)?;
     status("");
-    println!("\n{}", rustile::crossover::markdown(&rows));
+    println!("\n{}", rustile::gemm::crossover::markdown(&rows));
     std::fs::create_dir_all(&out).map_err(|source| Error::Io {
         path: out.display().to_string(),
         source,

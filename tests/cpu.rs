@@ -44,7 +44,7 @@ fn references_match_float64_naive_versions_at_every_validation_shape() {
         .count();
     let shapes: usize = Family::MEMORY
         .iter()
-        .map(|f| suite::validation_problems(*f, suite::Scale::Device).len())
+        .map(|f| rustile::memory::validation_problems(*f).len())
         .sum();
     assert_eq!(references, shapes);
 }
@@ -305,7 +305,7 @@ fn cpu_baseline_of_the_crossover_study_is_correct() {
     let a: Vec<f32> = random_vec(n * n, &mut rng);
     let b: Vec<f32> = random_vec(n * n, &mut rng);
     let mut c = vec![f32::NAN; n * n];
-    rustile::crossover::cpu_sgemm(n, &a, &b, &mut c);
+    rustile::gemm::crossover::cpu_sgemm(n, &a, &b, &mut c);
     let e = relative_error(&p, &c, &p.reference(&a, &b, &c));
     assert!(e < p.tolerance(), "error {e:.2e}");
 }

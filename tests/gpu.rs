@@ -28,9 +28,9 @@ fn fresh_seed() -> u64 {
 fn every_kernel_matches_its_reference_at_odd_shapes() {
     let backend = Backend::Gpu(gpu());
     let seed = fresh_seed();
-    let outcomes = suite::validate_all(&backend, seed, |_, _, _| {});
+    let outcomes = suite::validate_all(&backend, suite::Scale::Quick, seed, |_, _, _| {});
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    let expected = suite::case_count(suite::Scale::Device);
+    let expected = suite::case_count(&backend, suite::Scale::Quick);
     println!(
         "{} kernel × dtype × shape cases ran (seed {seed})",
         outcomes.len()
@@ -51,7 +51,7 @@ fn headline_transpose_shapes_are_exact() {
     for (rows, cols) in [(8192, 8192), (8191, 8193)] {
         let p = Problem::Transpose(TransposeProblem { rows, cols });
         for k in transpose::variants() {
-            suite::validate::<f32>(&backend, k, &p, &mut rng).unwrap();
+            rustile::memory::validate::<f32>(&backend, k, &p, &mut rng).unwrap();
         }
     }
 }
@@ -322,7 +322,7 @@ fn hgemm_every_variant_matches_float64_at_odd_shapes() {
     // Small and odd shapes for every variant the device runs (wgmma on Hopper), K = 0 and 1,
     // α/β/bias/ReLU, padded pitches; fresh inputs, NaN-poisoned outputs.
     let gpu = gpu();
-    let n = rustile::hgemm_cli::validate(&gpu, true, fresh_seed()).unwrap();
+    let n = rustile::hgemm::cli::validate(&gpu, true, fresh_seed()).unwrap();
     println!("hgemm: {n} cases pass against float64");
     assert!(n >= 100, "only {n} cases ran");
 }
@@ -330,9 +330,10 @@ fn hgemm_every_variant_matches_float64_at_odd_shapes() {
 #[test]
 #[ignore = "needs a GPU"]
 fn hgemm_bad_input_is_a_typed_error() {
-    use rustile::hgemm::{self, InType, Out, Problem, Variant};
+    use rustile::hgemm::{self, Out, Problem, Variant};
+    use rustile::DType;
     let gpu = gpu();
-    let p = Problem::new(InType::F16, 64, 64, 64);
+    let p = Problem::new(DType::F16, 64, 64, 64);
     let a = gpu.alloc::<u16>(64 * 64, "a").unwrap();
     let short = gpu.alloc::<u16>(64 * 63, "b").unwrap();
     let mut c = gpu.alloc::<u16>(64 * 64, "c").unwrap();
@@ -345,7 +346,7 @@ fn hgemm_bad_input_is_a_typed_error() {
     let r = hgemm::run(&gpu, None, &p, &a, &b, &mut Out::F32(&mut cf), None);
     assert!(matches!(r, Err(Error::Usage(_))), "{r:?}");
     // An unaligned pitch with an aligned-only kernel.
-    let mut q = Problem::new(InType::F16, 64, 64, 60);
+    let mut q = Problem::new(DType::F16, 64, 64, 60);
     q.lda = 61;
     let a2 = gpu.alloc::<u16>(64 * 61, "a").unwrap();
     for v in [Variant::MmaPipeline, Variant::WgmmaWs] {
@@ -358,7 +359,7 @@ fn hgemm_bad_input_is_a_typed_error() {
     }
     // A view at an odd address: TMA and cp.async need 16 bytes; the selection falls back.
     let view = a.slice(1..);
-    let p1 = Problem::new(InType::F16, 63, 64, 64);
+    let p1 = Problem::new(DType::F16, 63, 64, 64);
     let r = hgemm::run(
         &gpu,
         Some(Variant::WgmmaWs),
@@ -391,11 +392,11 @@ fn hopper_primitives_tma_mbarrier_wgmma_are_exact() {
 #[test]
 #[ignore = "needs a GPU"]
 fn tensor_ceiling_kernels_do_exactly_their_iterations() {
-    use rustile::hgemm::InType;
-    use rustile::hgemm_peak::{self, Pipe};
+    use rustile::hgemm::peak::{self as hgemm_peak, Pipe};
+    use rustile::DType;
     let gpu = gpu();
     let sim = rustile::sim::Simulator::default();
-    for ty in [InType::F16, InType::Bf16] {
+    for ty in [DType::F16, DType::Bf16] {
         for pipe in [Pipe::MmaSync, Pipe::Wgmma] {
             if pipe == Pipe::Wgmma && gpu.flavour() != rustile::ptx::Flavour::Sm90a {
                 assert!(matches!(

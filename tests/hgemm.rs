@@ -3,8 +3,9 @@
 //! and bad problems are typed errors. The `wgmma` kernel is checked on the GPU (`tests/gpu.rs`)
 //! and in its SASS (`tests/ptx.rs`).
 
-use rustile::hgemm::{self, BLayout, InType, OutType, Problem, Variant};
+use rustile::hgemm::{self, BLayout, Problem, Variant};
 use rustile::sim::Simulator;
+use rustile::DType;
 use rustile::Error;
 use rustile_kernels::hgemm::soft;
 
@@ -15,47 +16,12 @@ fn seed() -> u64 {
         .unwrap_or(7)
 }
 
-/// Shapes off every tile of both kernels (64×64×32 and 128×128×32), K = 0 and 1, a K that
-/// wraps the `cp.async` ring, and an
-/// epilogue case with α, β, bias, ReLU and padded pitches.
-fn cases() -> Vec<(Problem, bool)> {
-    let mut v = Vec::new();
-    for ty in [InType::F16, InType::Bf16] {
-        for b in [BLayout::RowMajor, BLayout::Transposed] {
-            for (m, n, k) in [
-                (1, 8, 8),
-                (70, 136, 40),
-                (129, 72, 96),
-                (33, 8, 0),
-                (17, 16, 1),
-                // Eight k-tiles: the ring wraps twice.
-                (40, 130, 232),
-            ] {
-                for out in [OutType::Same, OutType::F32] {
-                    let mut p = Problem::new(ty, m, n, k).with_b(b);
-                    p.out = out;
-                    v.push((p, false));
-                }
-            }
-            let mut p = Problem::new(ty, 67, 144, 56).with_b(b);
-            p.alpha = -0.75;
-            p.beta = 0.5;
-            p.relu = true;
-            p.lda = 72;
-            p.ldb += 8;
-            p.ldc = 151;
-            v.push((p, true));
-        }
-    }
-    v
-}
-
 #[test]
 fn mma_kernels_match_float64_in_the_simulator() {
     let sim = Simulator::default();
     let s = seed();
     let mut n = 0;
-    for (i, (p, bias)) in cases().iter().enumerate() {
+    for (i, (p, bias)) in hgemm::sim_cases().iter().enumerate() {
         for v in [Variant::Mma, Variant::MmaPipeline] {
             if v == Variant::MmaPipeline && !p.tma_ok([0, 0]) {
                 // Aligned-only kernel; the refusal is tested below.
@@ -85,7 +51,7 @@ fn pipeline_tunings_match_float64_in_the_simulator() {
                 .into_iter()
                 .enumerate()
             {
-                let mut p = Problem::new(InType::F16, m, nn, k).with_b(b);
+                let mut p = Problem::new(DType::F16, m, nn, k).with_b(b);
                 // cp.async needs pitches that are multiples of 8 elements.
                 p.lda = p.lda.next_multiple_of(8);
                 p.ldb = p.ldb.next_multiple_of(8);
@@ -101,7 +67,7 @@ fn pipeline_tunings_match_float64_in_the_simulator() {
                 assert_eq!(r.checked, p.m * p.n);
                 n += 1;
             }
-            let mut p = Problem::new(InType::F16, 67, 144, 56).with_b(b);
+            let mut p = Problem::new(DType::F16, 67, 144, 56).with_b(b);
             p.alpha = 2.0;
             p.beta = -0.5;
             p.relu = true;
@@ -111,7 +77,7 @@ fn pipeline_tunings_match_float64_in_the_simulator() {
             n += 1;
         }
         // Built for f16 → f16 only: anything else is a typed refusal naming the configuration.
-        let p = Problem::new(InType::Bf16, 64, 64, 64);
+        let p = Problem::new(DType::Bf16, 64, 64, 64);
         match hgemm::pipeline_geometry(&p, Some(t)) {
             Err(Error::Unsupported { what, .. }) => assert!(what.contains(t.name), "{what}"),
             other => panic!("{}: bf16 gave {other:?}", t.name),
@@ -125,7 +91,7 @@ fn pipeline_shared_accesses_are_conflict_free_and_loads_coalesced() {
     // The swizzle's promise, for both B layouts and f16/bf16: every `cp.async` store and every
     // `ldmatrix` phase is one wavefront per 128 bytes (no bank conflict), and every global load
     // uses all the bytes of the sectors it touches.
-    for ty in [InType::F16, InType::Bf16] {
+    for ty in [DType::F16, DType::Bf16] {
         for b in [BLayout::RowMajor, BLayout::Transposed] {
             let p = Problem::new(ty, 256, 256, 256).with_b(b);
             let a = hgemm::analyze_sim(Variant::MmaPipeline, None, &p, seed()).unwrap();
@@ -149,13 +115,13 @@ fn the_mma_ceiling_kernel_does_exactly_its_iterations_in_the_simulator() {
     // The ceiling kernel is timed, not compared: what it must prove is that it does the math
     // it is credited with. Three iterations give exactly three times one (integer operands).
     let sim = Simulator::default();
-    for ty in [InType::F16, InType::Bf16] {
-        let one = rustile::hgemm_peak::outputs_sim(&sim, ty, 1).unwrap();
-        let three = rustile::hgemm_peak::outputs_sim(&sim, ty, 3).unwrap();
-        rustile::hgemm_peak::check_linear("peak_mma", &one, &three).unwrap();
+    for ty in [DType::F16, DType::Bf16] {
+        let one = rustile::hgemm::peak::outputs_sim(&sim, ty, 1).unwrap();
+        let three = rustile::hgemm::peak::outputs_sim(&sim, ty, 3).unwrap();
+        rustile::hgemm::peak::check_linear("peak_mma", &one, &three).unwrap();
         // And the check catches a kernel that skipped an iteration.
-        let two = rustile::hgemm_peak::outputs_sim(&sim, ty, 2).unwrap();
-        assert!(rustile::hgemm_peak::check_linear("peak_mma", &one, &two).is_err());
+        let two = rustile::hgemm::peak::outputs_sim(&sim, ty, 2).unwrap();
+        assert!(rustile::hgemm::peak::check_linear("peak_mma", &one, &two).is_err());
     }
 }
 
@@ -163,7 +129,7 @@ fn the_mma_ceiling_kernel_does_exactly_its_iterations_in_the_simulator() {
 fn unaligned_pitches_go_to_the_element_load_kernel() {
     let sim = Simulator::default();
     // lda = 37: no 16-byte rows. The pipelined kernel refuses; the basic one is right.
-    let p = Problem::new(InType::F16, 45, 24, 37);
+    let p = Problem::new(DType::F16, 45, 24, 37);
     assert!(matches!(
         hgemm::validate_sim(&sim, Variant::MmaPipeline, &p, false, seed()),
         Err(Error::Unsupported { .. })
@@ -174,7 +140,7 @@ fn unaligned_pitches_go_to_the_element_load_kernel() {
         hgemm::validate_sim(
             &sim,
             Variant::WgmmaWs,
-            &Problem::new(InType::F16, 64, 64, 64),
+            &Problem::new(DType::F16, 64, 64, 64),
             false,
             1
         ),
@@ -185,7 +151,7 @@ fn unaligned_pitches_go_to_the_element_load_kernel() {
 #[test]
 fn a_wrong_element_is_caught() {
     // The comparison must fail on a single wrong element and on NaN.
-    let p = Problem::new(InType::Bf16, 3, 4, 5);
+    let p = Problem::new(DType::Bf16, 3, 4, 5);
     let x = hgemm::Inputs {
         a: hgemm::random_bits(p.ty, 15, 1),
         b: hgemm::random_bits(p.ty, 20, 2),
@@ -197,7 +163,7 @@ fn a_wrong_element_is_caught() {
         .iter()
         .map(|&(i, j)| {
             let r = hgemm::reference_at(&p, &x, i, j).0 as f32;
-            p.ty.widen(p.ty.round(r))
+            hgemm::widen(p.ty, hgemm::round(p.ty, r))
         })
         .collect();
     hgemm::compare(&p, &x, &good, &all).unwrap();
@@ -209,22 +175,28 @@ fn a_wrong_element_is_caught() {
 
 #[test]
 fn bad_problems_are_typed_errors() {
-    let mut p = Problem::new(InType::F16, 10, 10, 10);
+    let mut p = Problem::new(DType::F16, 10, 10, 10);
     p.lda = 9;
     assert!(matches!(p.check(), Err(Error::Usage(_))));
-    let p = Problem::new(InType::F16, 0, 10, 10);
+    let p = Problem::new(DType::F16, 0, 10, 10);
     assert!(matches!(p.check(), Err(Error::ZeroSize { .. })));
-    let p = Problem::new(InType::F16, 10, 1 << 31, 10);
+    let p = Problem::new(DType::F16, 10, 1 << 31, 10);
     assert!(matches!(p.check(), Err(Error::TooLarge { .. })));
-    let mut p = Problem::new(InType::F16, 10, 10, 10);
+    let mut p = Problem::new(DType::F16, 10, 10, 10);
     p.alpha = f32::NAN;
     assert!(matches!(p.check(), Err(Error::Usage(_))));
     // K = 0 is legal: C = β·C.
-    Problem::new(InType::F16, 10, 10, 0).check().unwrap();
+    Problem::new(DType::F16, 10, 10, 0).check().unwrap();
     // Transposed B needs ldb ≥ k.
-    let mut p = Problem::new(InType::Bf16, 8, 8, 16).with_b(BLayout::Transposed);
+    let mut p = Problem::new(DType::Bf16, 8, 8, 16).with_b(BLayout::Transposed);
     p.ldb = 8;
     assert!(p.check().is_err());
+    // Inputs are f16 or bf16; the output is f32 or the input type.
+    let p = Problem::new(DType::F32, 8, 8, 8);
+    assert!(matches!(p.check(), Err(Error::Unsupported { .. })));
+    let mut p = Problem::new(DType::F16, 8, 8, 8);
+    p.out = DType::Bf16;
+    assert!(matches!(p.check(), Err(Error::Usage(_))));
 }
 
 #[test]

@@ -11,9 +11,9 @@ use rustile_kernels::registry::{DType, KernelInfo};
 use super::mem::DeviceBuffer;
 use crate::check::{self, BufArg, Scalar};
 use crate::error::{DriverContext, Result};
-use crate::gemm::{self, GemmProblem};
+use crate::families::gemm::{self, GemmProblem};
+use crate::families::memory::Problem;
 use crate::gpu::Gpu;
-use crate::problem::Problem;
 
 /// A checked, planned f32 launch of one suite kernel on one problem, between buffers of
 /// `src_len` and `dst_len` elements.
@@ -37,7 +37,7 @@ impl PlannedCopy {
         src_len: usize,
         dst_len: usize,
     ) -> Result<Self> {
-        let problem = Problem::Copy(crate::copy::CopyProblem { n });
+        let problem = Problem::Copy(crate::families::copy::CopyProblem { n });
         Self::for_problem(gpu, kernel, problem, src_len, dst_len)
     }
 
@@ -157,7 +157,7 @@ impl ResidentWeights {
 }
 
 /// A checked, planned SGEMM `C = A·B` (f32, row-major, α = 1, β = 0) of the variant that
-/// [`gemm::dispatch`] picks, launched on any stream: A and C by address per launch, B fixed.
+/// [`gemm::dispatch()`] picks, launched on any stream: A and C by address per launch, B fixed.
 ///
 /// One launch per call. (`gemm::run` would, for a grid that fills the GPU, transpose A first
 /// and run the NT pipeline: two launches, on the [`Gpu`]'s own stream.)

@@ -55,7 +55,7 @@ struct Tiny {
 
 impl Tiny {
     fn new(gpu: &Gpu) -> Result<Self> {
-        let scalar = crate::copy::variants()
+        let scalar = crate::families::copy::variants()
             .find(|k| k.name == "scalar")
             .ok_or_else(|| Error::Usage("copy/scalar is missing from the registry".into()))?;
         let ctx = gpu.context();

@@ -261,7 +261,7 @@ pub fn study(gpu: &Gpu, sizes: &[usize], iterations: usize, reps: usize) -> Resu
     let s = ctx.new_stream().during(|| "creating a stream".into())?;
     let n = 1024usize;
     let src = DeviceBuffer::new(ctx, n * 4, "allocation study source")?;
-    let copy = PlannedCopy::new(gpu, crate::copy::BEST, n, n, n)?;
+    let copy = PlannedCopy::new(gpu, crate::families::copy::BEST, n, n, n)?;
     let mut pool = StreamPool::new(gpu)?;
     let mut rows = Vec::new();
     let median_wall = |mut body: Box<dyn FnMut() -> Result<()> + '_>| -> Result<f64> {

@@ -9,6 +9,12 @@ use crate::elem::DeviceElem;
 use crate::error::Result;
 use crate::gpu::Gpu;
 
+/// The copy family, for validation ([`crate::families::all`]).
+pub const FAMILY: &dyn crate::families::Family = &crate::families::memory::Memory::new(
+    rustile_kernels::registry::Family::Copy,
+    "contiguous copy: dst[i] = src[i]",
+);
+
 /// A copy of `n` elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyProblem {

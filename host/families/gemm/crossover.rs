@@ -9,7 +9,7 @@ use rand::SeedableRng;
 
 use crate::elem::random_vec;
 use crate::error::{DriverContext, Result};
-use crate::gemm::{self, GemmProblem, Scratch};
+use crate::families::gemm::{self, GemmProblem, Scratch};
 use crate::gpu::Gpu;
 use crate::harness::{self, L2Mode, Stats, TimingConfig};
 

@@ -158,8 +158,9 @@ pub fn max_error(d: &[f32], want: &[f64]) -> f64 {
 /// staging tile. Small-integer inputs, so both 64 × 128 results must equal the float64
 /// reference exactly. Returns the number of elements compared.
 pub fn hopper_selftest(gpu: &crate::Gpu, seed: u64) -> Result<usize> {
-    use crate::hgemm::{tensor_map_2d, tensor_map_2d_of, upload_maps, InType, TmaElem};
+    use crate::tma::{tensor_map_2d, tensor_map_2d_of, upload_maps};
     use cudarc::driver::DevicePtr;
+    use rustile_kernels::registry::DType;
     use rustile_kernels::selftest::hopper;
     if gpu.flavour() != crate::ptx::Flavour::Sm90a {
         return Err(Error::Unsupported {
@@ -182,10 +183,10 @@ pub fn hopper_selftest(gpu: &crate::Gpu, seed: u64) -> Result<usize> {
     let maps = upload_maps(
         gpu,
         &[
-            tensor_map_2d(InType::F16, da.device_ptr(stream).0, 64, 64, 64, box_a)?,
-            tensor_map_2d(InType::F16, dbt.device_ptr(stream).0, 64, 128, 64, box_b)?,
+            tensor_map_2d(DType::F16, da.device_ptr(stream).0, 64, 64, 64, box_a)?,
+            tensor_map_2d(DType::F16, dbt.device_ptr(stream).0, 64, 128, 64, box_b)?,
             tensor_map_2d_of(
-                TmaElem::F32,
+                DType::F32,
                 false,
                 d_tma.device_ptr(stream).0,
                 128,

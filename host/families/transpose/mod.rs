@@ -9,6 +9,12 @@ use crate::elem::DeviceElem;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
+/// The transpose family, for validation ([`crate::families::all`]).
+pub const FAMILY: &dyn crate::families::Family = &crate::families::memory::Memory::new(
+    rustile_kernels::registry::Family::Transpose,
+    "matrix transpose: dst[c][r] = src[r][c]",
+);
+
 /// A transpose of a `rows × cols` matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransposeProblem {
@@ -127,7 +133,7 @@ impl TransposeProblem {
 
 /// The variants of this family.
 pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
-    crate::copy::family_variants(rustile_kernels::registry::Family::Transpose)
+    crate::families::copy::family_variants(rustile_kernels::registry::Family::Transpose)
 }
 
 /// The variant the dispatcher uses for `problem` with `elem_bytes`-byte elements, from the

@@ -9,6 +9,12 @@ use crate::elem::DeviceElem;
 use crate::error::Result;
 use crate::gpu::Gpu;
 
+/// The strided family, for validation ([`crate::families::all`]).
+pub const FAMILY: &dyn crate::families::Family = &crate::families::memory::Memory::new(
+    rustile_kernels::registry::Family::Strided,
+    "strided gather: dst[i] = src[i·stride]",
+);
+
 pub use rustile_kernels::strided::BENCH_STRIDES;
 
 /// A strided gather of `n` elements at `stride`.
@@ -84,7 +90,7 @@ impl StridedProblem {
 
 /// The variants of this family.
 pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
-    crate::copy::family_variants(rustile_kernels::registry::Family::Strided)
+    crate::families::copy::family_variants(rustile_kernels::registry::Family::Strided)
 }
 
 /// The one variant.

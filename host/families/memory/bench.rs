@@ -11,14 +11,15 @@ use rand::SeedableRng;
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::check;
-use crate::copy::CopyProblem;
+use crate::dispatch_dtype;
 use crate::elem::{random_vec, DeviceElem};
 use crate::error::{DriverContext, Error, Result};
+use crate::families::copy::CopyProblem;
+use crate::families::memory::Problem;
+use crate::families::strided::{StridedProblem, BENCH_STRIDES};
+use crate::families::transpose::TransposeProblem;
 use crate::gpu::Gpu;
 use crate::harness::{self, L2Mode, Stats, TimingConfig};
-use crate::problem::Problem;
-use crate::strided::{StridedProblem, BENCH_STRIDES};
-use crate::transpose::TransposeProblem;
 
 /// Name of the baseline rows.
 pub const BASELINE: &str = "cuMemcpyDtoD";
@@ -68,7 +69,7 @@ impl Sweep {
             Family::Copy => parse_sizes(family, "16777216,67108864,268435456,268435459").ok(),
             Family::Strided => parse_sizes(family, "33554432").ok(),
             Family::Transpose => parse_sizes(family, "4096x4096,8192x8192,8191x8193").ok(),
-            Family::Gemm | Family::Hgemm | Family::Selftest => None,
+            _ => None,
         };
         Sweep {
             family,
@@ -92,7 +93,6 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
     let mut out = Vec::new();
     for item in text.split(',').filter(|s| !s.trim().is_empty()) {
         match family {
-            Family::Gemm | Family::Hgemm | Family::Selftest => unreachable!("handled above"),
             Family::Copy => out.push(Problem::Copy(CopyProblem { n: num(item)? })),
             Family::Strided => {
                 let n = num(item)?;
@@ -110,6 +110,12 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
                     cols: num(c)?,
                 }));
             }
+            _ => {
+                return Err(Error::Usage(format!(
+                    "{} is not a memory family",
+                    family.name()
+                )))
+            }
         }
     }
     if out.is_empty() {
@@ -123,7 +129,6 @@ pub fn parse_shape(family: Family, text: &str) -> Result<Problem> {
     let bad = || Error::Usage(format!("bad shape `{text}` for {}", family.name()));
     let num = |s: &str| s.trim().parse::<usize>().map_err(|_| bad());
     Ok(match family {
-        Family::Gemm | Family::Hgemm | Family::Selftest => return Err(bad()),
         Family::Copy => Problem::Copy(CopyProblem { n: num(text)? }),
         Family::Strided => {
             let (n, s) = text.split_once(':').unwrap_or((text, "1"));
@@ -139,6 +144,7 @@ pub fn parse_shape(family: Family, text: &str) -> Result<Problem> {
                 cols: num(c)?,
             })
         }
+        _ => return Err(bad()),
     })
 }
 
@@ -157,29 +163,16 @@ pub fn run(
     let mut rows = Vec::new();
     for problem in &sweep.problems {
         for &dtype in &sweep.dtypes {
-            let mut run_one = |rows: &mut Vec<BenchRow>| match dtype {
-                DType::F32 => bench_problem::<f32>(
-                    gpu,
-                    &kernels,
-                    problem,
-                    sweep,
-                    timing,
-                    &mut rng,
-                    &mut progress,
-                    rows,
-                ),
-                DType::F16 | DType::Bf16 => bench_problem::<half::f16>(
-                    gpu,
-                    &kernels,
-                    problem,
-                    sweep,
-                    timing,
-                    &mut rng,
-                    &mut progress,
-                    rows,
-                ),
-            };
-            run_one(&mut rows)?;
+            dispatch_dtype!(dtype, T => bench_problem::<T>(
+                gpu,
+                &kernels,
+                problem,
+                sweep,
+                timing,
+                &mut rng,
+                &mut progress,
+                &mut rows,
+            ))?;
         }
     }
     let ceiling = rows

@@ -1,17 +1,23 @@
-//! One problem type over every family, so the suite, the benches and the CLI iterate the
-//! registry without a match per family.
+//! What the memory families (copy, strided, transpose) share: one problem type over all three,
+//! so validation, the benches and the CLI iterate the registry without a match per family;
+//! their validation (`validate.rs`) and their bench sweep ([`bench`](mod@bench)).
+
+pub mod bench;
+pub mod validate;
+
+pub use validate::{analyze, fits_simulator, validate, validation_problems, Memory};
 
 use cudarc::driver::CudaSlice;
 use rustile_kernels::registry::{Family, KernelInfo};
 
 use crate::backend::{Backend, Buf, Pair};
 use crate::check::{self, BufArg, Plan};
-use crate::copy::CopyProblem;
 use crate::elem::DeviceElem;
 use crate::error::{Error, Result};
+use crate::families::copy::CopyProblem;
+use crate::families::strided::StridedProblem;
+use crate::families::transpose::TransposeProblem;
 use crate::gpu::Gpu;
-use crate::strided::StridedProblem;
-use crate::transpose::TransposeProblem;
 
 /// A problem of any family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

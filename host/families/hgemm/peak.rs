@@ -5,11 +5,11 @@
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use rustile_kernels::hgemm::peak;
+use rustile_kernels::registry::DType;
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
 use crate::harness::{self, L2Mode, Stats, TimingConfig};
-use crate::hgemm::InType;
 use crate::ptx::Flavour;
 
 /// The tensor-core instruction family a ceiling measures.
@@ -44,21 +44,15 @@ pub struct Ceiling {
     pub stats: Stats,
 }
 
-fn dtype(ty: InType) -> rustile_kernels::registry::DType {
-    match ty {
-        InType::F16 => rustile_kernels::registry::DType::F16,
-        InType::Bf16 => rustile_kernels::registry::DType::Bf16,
-    }
-}
 
 /// `(symbol, launch configuration, flops per iteration of the whole grid)`.
-fn plan(gpu: &Gpu, pipe: Pipe, ty: InType) -> Result<(&'static str, LaunchConfig, f64)> {
+fn plan(gpu: &Gpu, pipe: Pipe, ty: DType) -> Result<(&'static str, LaunchConfig, f64)> {
     let sms = gpu.info().sm_count;
     match pipe {
         Pipe::MmaSync => {
             let symbol = peak::MMA_SYMBOLS
                 .iter()
-                .find(|e| e.dtype == dtype(ty))
+                .find(|e| e.dtype == ty)
                 .map(|e| e.symbol)
                 .ok_or_else(|| Error::Usage(format!("no mma.sync ceiling for {}", ty.name())))?;
             // Two blocks of eight warps per SM: 256 independent accumulators in flight.
@@ -84,7 +78,7 @@ fn plan(gpu: &Gpu, pipe: Pipe, ty: InType) -> Result<(&'static str, LaunchConfig
             }
             let symbol = peak::WGMMA_SYMBOLS
                 .iter()
-                .find(|e| e.dtype == dtype(ty))
+                .find(|e| e.dtype == ty)
                 .map(|e| e.symbol)
                 .ok_or_else(|| Error::Usage(format!("no wgmma ceiling for {}", ty.name())))?;
             let cfg = LaunchConfig {
@@ -131,7 +125,7 @@ fn launch(
 }
 
 /// One launch with `iters` iterations: every thread's sum of accumulators.
-pub fn outputs(gpu: &Gpu, pipe: Pipe, ty: InType, iters: u32) -> Result<Vec<f32>> {
+pub fn outputs(gpu: &Gpu, pipe: Pipe, ty: DType, iters: u32) -> Result<Vec<f32>> {
     let (symbol, cfg, _) = plan(gpu, pipe, ty)?;
     let f = function(gpu, symbol, &cfg)?;
     let n = (cfg.grid_dim.0 * cfg.block_dim.0) as usize;
@@ -165,7 +159,7 @@ pub fn check_linear(what: &str, one: &[f32], three: &[f32]) -> Result<()> {
 }
 
 /// Validates, then times the ceiling of `pipe` for `ty`.
-pub fn measure(gpu: &Gpu, pipe: Pipe, ty: InType, timing: &TimingConfig) -> Result<Ceiling> {
+pub fn measure(gpu: &Gpu, pipe: Pipe, ty: DType, timing: &TimingConfig) -> Result<Ceiling> {
     let what = format!("hgemm/peak {} {}", pipe.name(), ty.name());
     check_linear(
         &what,
@@ -195,10 +189,10 @@ pub fn measure(gpu: &Gpu, pipe: Pipe, ty: InType, timing: &TimingConfig) -> Resu
 }
 
 /// The `mma.sync` ceiling in the simulator: one block, every thread's sum.
-pub fn outputs_sim(sim: &crate::sim::Simulator, ty: InType, iters: u32) -> Result<Vec<f32>> {
+pub fn outputs_sim(sim: &crate::sim::Simulator, ty: DType, iters: u32) -> Result<Vec<f32>> {
     let (symbol, entry) = peak::MMA_SYMBOLS
         .iter()
-        .find(|e| e.dtype == dtype(ty))
+        .find(|e| e.dtype == ty)
         .map(|e| (e.symbol, e.sim))
         .ok_or_else(|| Error::Usage(format!("no mma.sync ceiling for {}", ty.name())))?;
     let n = peak::MMA_THREADS as usize;

@@ -3,12 +3,13 @@
 use cudarc::cublas::CudaBlas;
 
 use crate::error::{Error, Result};
+use crate::families::hgemm::peak::{self as hgemm_peak, Pipe};
+use crate::families::hgemm::{self, gpu_runs, BLayout, Options, Problem, Variant};
 use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
-use crate::hgemm::{self, BLayout, InType, OutType, Problem, Variant};
-use crate::hgemm_peak::{self, Pipe};
 use crate::ptx::Flavour;
 use rustile_kernels::hgemm::v02_mma_pipeline::{self, Tuning};
+use rustile_kernels::registry::DType;
 
 /// Usage of the subcommand.
 pub const USAGE: &str = "rustile hgemm validate [--quick]
@@ -17,140 +18,41 @@ rustile hgemm analyze [MxNxK] [--variant mma|mma_pipeline] [--type f16|bf16] [--
                       [--pipeline NAME]   (simulator, no GPU: sectors and bank conflicts)
 rustile hgemm bench [--sizes LIST] [--variants LIST|auto] [--types f16,bf16] [--b bn,bt]
                     [--out same|f32] [--reps N] [--warmup N] [--pipelines LIST|all]
-                    [--timing sequential|interleaved]
+                    [--pipeline NAME] [--group N] [--timing sequential|interleaved]
   sizes: N or MxNxK, comma-separated (default 512,1024,2048,4096,8192)
   pipelines: mma_pipeline's tile configurations to run (default, and the tuning ones, which
-             are built for f16 in and out only); RUSTILE_HGEMM_PIPELINE=NAME picks one for
-             every command
+             are built for f16 in and out only); --pipeline NAME runs one, for every variant
+             that selects mma_pipeline too
+  group: tile rows per group of wgmma_ws's persistent tile order (default 16)
   timing: sequential (default) runs each of rustile and cuBLAS alone for 1 s, then times it:
           each in its own steady state, as a loop of it would run (under the power limit the
           less power-hungry kernel clocks higher); interleaved times them rep by rep,
           alternating, at one shared clock (a per-clock comparison)";
 
-/// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
-pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
-    let mut v = Vec::new();
-    let shapes: &[(usize, usize, usize)] = &[
-        (1, 1, 1),
-        (17, 33, 65),
-        (127, 129, 95),
-        (200, 300, 64),
-        (256, 256, 256),
-        (64, 520, 1),
-        (300, 200, 0),
-        (129, 257, 136),
-        // M, N, K off every tile but pitches that TMA can describe: the wgmma path's tails.
-        (129, 136, 200),
-        (333, 264, 72),
-        (1, 8, 8),
-        (300, 520, 1000),
-    ];
-    for ty in [InType::F16, InType::Bf16] {
-        for &b in &[BLayout::RowMajor, BLayout::Transposed] {
-            for &(m, n, k) in shapes {
-                for out in [OutType::Same, OutType::F32] {
-                    let mut p = Problem::new(ty, m, n, k).with_b(b);
-                    p.out = out;
-                    v.push((p, false));
-                }
-            }
-            // Epilogue: α, β, bias, ReLU, padded pitches (multiples of 8: the TMA path too).
-            let mut p = Problem::new(ty, 133, 270, 72).with_b(b);
-            p.alpha = 0.5;
-            p.beta = -1.25;
-            p.relu = true;
-            p.lda = p.lda.next_multiple_of(8) + 8;
-            p.ldb = p.ldb.next_multiple_of(8) + 16;
-            p.ldc += 3;
-            v.push((p, true));
-            let mut p = Problem::new(ty, 96, 136, 40).with_b(b);
-            p.out = OutType::F32;
-            p.beta = 1.0;
-            v.push((p, true));
-        }
-    }
-    if !quick {
-        for ty in [InType::F16, InType::Bf16] {
-            for (m, n, k, b) in [
-                (4093, 4093, 4093, BLayout::RowMajor),
-                (4096, 4096, 512, BLayout::RowMajor),
-                (4096, 4096, 512, BLayout::Transposed),
-                (8192, 1024, 8192, BLayout::RowMajor),
-                (1000, 1000, 1000, BLayout::Transposed),
-                (2050, 1030, 4104, BLayout::RowMajor),
-                (8192, 8192, 8192, BLayout::Transposed),
-                (16384, 16384, 1024, BLayout::RowMajor),
-            ] {
-                v.push((Problem::new(ty, m, n, k).with_b(b), false));
-            }
-        }
-    }
-    v
-}
-
-fn variants_for(gpu: &Gpu) -> Vec<Variant> {
-    Variant::ALL
-        .into_iter()
-        .filter(|v| !v.needs_sm90a() || gpu.flavour() == Flavour::Sm90a)
-        .collect()
-}
-
 /// Validates every variant the device runs on every case, then the selected variant.
 pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
     let mut n = 0;
-    let cases = validation_cases(quick);
-    for (i, (p, bias)) in cases.iter().enumerate() {
-        let big = p.flops() > 1e10;
-        let mut variants: Vec<Option<Variant>> = vec![None];
-        if !big {
-            variants.extend(variants_for(gpu).into_iter().map(Some));
-        } else if p.tma_ok([0, 0]) && gpu.flavour() == Flavour::Sm90a {
-            variants.push(Some(Variant::MmaPipeline));
-        } else if !p.tma_ok([0, 0]) {
-            // The unaligned fallback on a large odd shape: slow, but it must be right.
-            variants = vec![Some(Variant::Mma)];
-        }
-        for v in variants {
-            if let Some(Variant::WgmmaWs | Variant::MmaPipeline) = v {
-                if !p.tma_ok([0, 0]) {
-                    // Unaligned pitches: the aligned-only kernels refuse with a typed error.
-                    match hgemm::validate(gpu, v, p, *bias, seed + i as u64) {
-                        Err(Error::Unsupported { .. }) => continue,
-                        other => {
-                            return Err(Error::Usage(format!(
-                                "hgemm/{} on unaligned {} should be refused, got {other:?}",
-                                v.map(Variant::name).unwrap_or_default(),
-                                p.shape()
-                            )))
-                        }
-                    }
-                }
-            }
-            let r = hgemm::validate(gpu, v, p, *bias, seed + i as u64)?;
-            n += 1;
-            println!(
-                "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
-                r.variant.name(),
-                p.ty.name(),
-                p.shape(),
-                match p.b {
-                    BLayout::RowMajor => "bn",
-                    BLayout::Transposed => "bt",
-                },
-                match p.out {
-                    OutType::Same => p.ty.name(),
-                    OutType::F32 => "f32",
-                },
-                p.alpha,
-                p.beta,
-                bias,
-                p.relu,
-                p.lda,
-                p.ldb,
-                p.ldc,
-                r.checked
-            );
-        }
+    for (i, p, bias, v) in gpu_runs(gpu, quick) {
+        let Some(r) = hgemm::validate_run(gpu, v, &p, bias, seed + i as u64)? else {
+            continue;
+        };
+        n += 1;
+        println!(
+            "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
+            r.variant.name(),
+            p.ty.name(),
+            p.shape(),
+            p.b.tag(),
+            p.out.name(),
+            p.alpha,
+            p.beta,
+            bias,
+            p.relu,
+            p.lda,
+            p.ldb,
+            p.ldc,
+            r.checked
+        );
     }
     Ok(n)
 }
@@ -168,7 +70,7 @@ fn pipes(gpu: &Gpu) -> Vec<Pipe> {
 fn analyze(args: &[String], seed: u64) -> Result<()> {
     let mut shape = (256, 256, 256);
     let mut variant = Variant::MmaPipeline;
-    let mut ty = InType::F16;
+    let mut ty = DType::F16;
     let mut b = BLayout::RowMajor;
     let mut tuning = None;
     let mut it = args.iter();
@@ -209,11 +111,11 @@ fn analyze(args: &[String], seed: u64) -> Result<()> {
     Ok(())
 }
 
-fn parse_types(s: &str) -> Result<Vec<InType>> {
+fn parse_types(s: &str) -> Result<Vec<DType>> {
     s.split(',')
         .map(|t| match t {
-            "f16" => Ok(InType::F16),
-            "bf16" => Ok(InType::Bf16),
+            "f16" => Ok(DType::F16),
+            "bf16" => Ok(DType::Bf16),
             _ => Err(Error::Usage(format!("unknown type `{t}`"))),
         })
         .collect()
@@ -270,7 +172,7 @@ pub fn main(args: &[String], seed: u64) -> Result<()> {
         }
         Some("bench") => bench(&gpu, &args[1..]),
         Some("peak") => {
-            let mut types = vec![InType::F16, InType::Bf16];
+            let mut types = vec![DType::F16, DType::Bf16];
             let mut it = args[1..].iter();
             while let Some(flag) = it.next() {
                 match (flag.as_str(), it.next()) {
@@ -307,15 +209,17 @@ pub fn main(args: &[String], seed: u64) -> Result<()> {
 fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
     let mut sizes = parse_sizes("512,1024,2048,4096,8192")?;
     let mut variants: Vec<Option<Variant>> = vec![None];
-    let mut types = vec![InType::F16, InType::Bf16];
+    let mut types = vec![DType::F16, DType::Bf16];
     let mut layouts = vec![BLayout::RowMajor];
-    let mut out = OutType::Same;
+    // `None`: the input type.
+    let mut out: Option<DType> = None;
     let mut timing = TimingConfig {
         warmup: 5,
         reps: 30,
         mode: L2Mode::Rotate,
     };
-    let mut pipelines: Vec<Option<&'static Tuning>> = vec![hgemm::pipeline_tuning()?];
+    let mut pipelines: Vec<Option<&'static Tuning>> = vec![None];
+    let mut group = None;
     let mut pairing = crate::harness::Pairing::Sequential;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -342,12 +246,22 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
             "--b" => layouts = parse_layouts(&value()?)?,
             "--out" => {
                 out = match value()?.as_str() {
-                    "same" => OutType::Same,
-                    "f32" => OutType::F32,
+                    "same" => None,
+                    "f32" => Some(DType::F32),
                     o => return Err(Error::Usage(format!("unknown output `{o}` (same, f32)"))),
                 }
             }
             "--pipelines" => pipelines = parse_pipelines(&value()?)?,
+            "--pipeline" => pipelines = vec![hgemm::tuning_named(&value()?)?],
+            "--group" => {
+                group = Some(
+                    value()?
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&g| g >= 1)
+                        .ok_or_else(|| Error::Usage("--group needs a number ≥ 1".into()))?,
+                )
+            }
             "--timing" => pairing = crate::harness::Pairing::parse(&value()?)?,
             "--reps" => {
                 timing.reps = value()?
@@ -399,19 +313,24 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
                     configs.into_iter().map(move |t| (v, t))
                 }) {
                     let mut p = Problem::new(ty, m, n, k).with_b(b);
-                    p.out = out;
+                    p.out = out.unwrap_or(ty);
                     if v == Some(Variant::MmaPipeline)
                         && hgemm::pipeline_geometry(&p, tuning).is_err()
                     {
                         eprintln!(
-                            "skipped: mma_pipeline/{} has no {} → {:?} build",
+                            "skipped: mma_pipeline/{} has no {} → {} build",
                             tuning.map_or("default", |t| t.name),
                             ty.name(),
-                            out
+                            p.out.name()
                         );
                         continue;
                     }
-                    let row = hgemm::bench_tuned(gpu, &blas, v, tuning, &p, &timing, pairing)?;
+                    let opts = Options {
+                        variant: v,
+                        tuning,
+                        group,
+                    };
+                    let row = hgemm::bench_with(gpu, &blas, &opts, &p, &timing, pairing)?;
                     let kernel = match row.tuning {
                         Some(t) => format!("{}/{t}", row.variant.name()),
                         None => row.variant.name().to_owned(),

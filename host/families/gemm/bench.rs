@@ -1,0 +1,233 @@
+//! The SGEMM ladder bench: every variant, the dispatcher and cuBLAS in the same process.
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::CudaSlice;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rustile_kernels::registry::{DType, KernelInfo};
+
+use crate::check::{self};
+use crate::elem::random_vec;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+use super::*;
+
+/// cuBLAS SGEMM (TF32 off: cuBLAS's default math mode) on row-major data: computes
+/// `Cᵀ = Bᵀ·Aᵀ` in cuBLAS's column-major view.
+pub fn cublas_sgemm(
+    blas: &CudaBlas,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    c: &mut CudaSlice<f32>,
+) -> Result<()> {
+    use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+    let cfg = GemmConfig {
+        transa: CUBLAS_OP_N,
+        transb: CUBLAS_OP_N,
+        m: p.n as i32,
+        n: p.m as i32,
+        k: p.k as i32,
+        alpha: p.alpha,
+        lda: p.ldb as i32,
+        ldb: p.lda as i32,
+        beta: p.beta,
+        ldc: p.ldc as i32,
+    };
+    // SAFETY: the column-major view of row-major B (n × k, ld ldb), A (k × m, ld lda) and C
+    // (n × m, ld ldc); the buffers hold those spans (the caller allocated them from `lens`).
+    unsafe { blas.gemm(cfg, b, a, c) }
+        .map_err(|e| Error::Usage(format!("cuBLAS SGEMM {}: {e:?}", p.shape())))
+}
+
+/// FP32 lanes per SM by compute capability (A100's sm_80 has 64; sm_86 and later 128).
+pub fn fp32_lanes_per_sm(cc: (i32, i32)) -> u32 {
+    if cc == (8, 0) {
+        64
+    } else {
+        128
+    }
+}
+
+/// One measured SGEMM case.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GemmRow {
+    /// Variant, `cuBLAS`, or `dispatch(variant)`.
+    pub variant: String,
+    /// Shape.
+    pub shape: String,
+    /// Event-time statistics (L2 flushed before every repetition).
+    pub stats: crate::harness::Stats,
+    /// TFLOP/s at the median.
+    pub tflops: f64,
+    /// Over cuBLAS's TFLOP/s at the same shape.
+    pub vs_cublas: f64,
+    /// Over the FP32 peak (SMs × lanes × 2 × clock).
+    pub vs_peak: f64,
+    /// Registers per thread (driver's report; 0 for cuBLAS).
+    pub registers: i32,
+    /// Theoretical occupancy: resident warps per SM / 64, from the occupancy API.
+    pub occupancy: f64,
+    /// Relative error against cuBLAS's result.
+    pub error_vs_cublas: f64,
+}
+
+/// Renders rows as a markdown table.
+pub fn markdown(rows: &[GemmRow]) -> String {
+    let mut s = String::from(
+        "| variant | shape | median ms | TFLOP/s | × cuBLAS | × FP32 peak | regs | occupancy | rel. err vs cuBLAS |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for r in rows {
+        s += &format!(
+            "| {} | {} | {:.3} | {:.2} | {:.3} | {:.3} | {} | {:.2} | {:.1e} |\n",
+            r.variant,
+            r.shape,
+            r.stats.median_ms,
+            r.tflops,
+            r.vs_cublas,
+            r.vs_peak,
+            r.registers,
+            r.occupancy,
+            r.error_vs_cublas
+        );
+    }
+    s
+}
+
+/// Times every variant in `variants` (each validated against cuBLAS's result first), cuBLAS,
+/// and the dispatcher, on every problem. Repetitions adapt to about `budget_s` per case (3 to
+/// 20); the L2 is flushed before each.
+pub fn bench(
+    gpu: &Gpu,
+    problems: &[GemmProblem],
+    variants: &[&'static KernelInfo],
+    budget_s: f64,
+    seed: u64,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<GemmRow>> {
+    use crate::harness::{self, L2Mode, TimingConfig};
+    let info = gpu.info();
+    let peak = info.sm_count as f64
+        * fp32_lanes_per_sm(info.compute_capability) as f64
+        * 2.0
+        * info.sm_clock_khz as f64
+        * 1e3;
+    let blas =
+        CudaBlas::new(gpu.stream().clone()).map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut rows = Vec::new();
+    for p in problems {
+        let (la, lb, lc) = p.lens();
+        let a = gpu.upload(&random_vec::<f32>(la.max(1), &mut rng), "A")?;
+        let b = gpu.upload(&random_vec::<f32>(lb.max(1), &mut rng), "B")?;
+        let mut c = gpu.alloc::<f32>(lc, "C")?;
+        gpu.fill(&mut c, 0.0, "C")?;
+        let mut c_ref = gpu.alloc::<f32>(lc, "C reference")?;
+        gpu.fill(&mut c_ref, 0.0, "C reference")?;
+        cublas_sgemm(&blas, p, &a, &b, &mut c_ref)?;
+        let want: Vec<f64> = gpu
+            .download(&c_ref, "C reference")?
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        let want_mn: Vec<f64> = (0..p.m * p.n)
+            .map(|i| want[(i / p.n) * p.ldc + i % p.n])
+            .collect();
+        let reps_for = |one_ms: f64| ((budget_s * 1e3 / one_ms.max(1e-3)) as usize).clamp(3, 20);
+        let time = |launch: &mut dyn FnMut() -> Result<()>| -> Result<crate::harness::Stats> {
+            let probe = harness::time(
+                gpu,
+                &TimingConfig {
+                    warmup: 1,
+                    reps: 1,
+                    mode: L2Mode::Flush,
+                },
+                |_| launch(),
+            )?;
+            let cfg = TimingConfig {
+                warmup: 1,
+                reps: reps_for(probe.median_ms),
+                mode: L2Mode::Flush,
+            };
+            harness::time(gpu, &cfg, |_| launch())
+        };
+        let row = |variant: String,
+                   stats: crate::harness::Stats,
+                   registers: i32,
+                   occupancy: f64,
+                   err: f64| GemmRow {
+            variant,
+            shape: p.shape(),
+            tflops: p.flops() / (stats.median_ms * 1e-3) / 1e12,
+            vs_cublas: 0.0,
+            vs_peak: p.flops() / (stats.median_ms * 1e-3) / peak,
+            stats,
+            registers,
+            occupancy,
+            error_vs_cublas: err,
+        };
+        progress(&format!("gemm {} cuBLAS", p.shape()));
+        let cublas_stats = time(&mut || cublas_sgemm(&blas, p, &a, &b, &mut c_ref))?;
+        let first = rows.len();
+        rows.push(row("cuBLAS".into(), cublas_stats, 0, 0.0, 0.0));
+        for &kernel in variants {
+            let aligned_ok = !GemmProblem::vectorized(kernel)
+                || (p.lda.is_multiple_of(4) && p.ldb.is_multiple_of(4));
+            if !aligned_ok {
+                continue;
+            }
+            progress(&format!("gemm {} {}", p.shape(), kernel.name));
+            gpu.fill(&mut c, f32::NAN, "C")?;
+            launch(gpu, kernel, p, &a, &b, &mut c)?;
+            let got = gpu.download(&c, "C")?;
+            let err = relative_error(p, &got, &want_mn);
+            if err > 4.0 * p.tolerance() {
+                return Err(Error::Mismatch {
+                    kernel: check::kernel_name(kernel),
+                    shape: p.shape(),
+                    detail: format!(
+                        "relative error {err:.3e} against cuBLAS > {:.3e}",
+                        4.0 * p.tolerance()
+                    ),
+                });
+            }
+            let stats = time(&mut || launch(gpu, kernel, p, &a, &b, &mut c))?;
+            let f = gpu.function(kernel.symbol(DType::F32).unwrap_or_default())?;
+            let regs = f.num_regs().unwrap_or(0);
+            let (bx, by, bz) = kernel.block;
+            let threads = bx * by * bz;
+            let blocks = f
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    threads,
+                    kernel.shared_bytes_f32,
+                    None,
+                )
+                .unwrap_or(0);
+            let occupancy = (blocks * threads.div_ceil(32)) as f64 / 64.0;
+            rows.push(row(kernel.name.to_string(), stats, regs, occupancy, err));
+        }
+        // The dispatcher, padding included.
+        progress(&format!("gemm {} dispatch", p.shape()));
+        let mut scratch = Scratch::default();
+        gpu.fill(&mut c, f32::NAN, "C")?;
+        let chosen = run(gpu, p, &a, &b, &mut c, &mut scratch)?;
+        let got = gpu.download(&c, "C")?;
+        let err = relative_error(p, &got, &want_mn);
+        if err > 4.0 * p.tolerance() {
+            return Err(Error::Mismatch {
+                kernel: "gemm/dispatch".into(),
+                shape: p.shape(),
+                detail: format!("relative error {err:.3e}"),
+            });
+        }
+        let stats = time(&mut || run(gpu, p, &a, &b, &mut c, &mut scratch).map(|_| ()))?;
+        rows.push(row(format!("dispatch ({chosen})"), stats, 0, 0.0, err));
+        let cublas_tflops = rows[first].tflops;
+        for r in &mut rows[first..] {
+            r.vs_cublas = r.tflops / cublas_tflops;
+        }
+    }
+    Ok(rows)
+}

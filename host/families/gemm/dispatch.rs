@@ -1,0 +1,321 @@
+//! The dispatcher: which variant runs, padding scratch, split-K, the NT pipeline.
+
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
+use rustile_kernels::registry::{DType, KernelInfo};
+
+use crate::check::{self, BufArg};
+use crate::error::{DriverContext, Error, Result};
+use crate::gpu::Gpu;
+
+use super::*;
+
+/// The variant the dispatcher runs for `problem` on a GPU of `sm_count` SMs (measurements in
+/// `bench-results/`): operands whose rows are not 16-byte multiples are padded first by
+/// [`run`], so only the grid matters here. When the 128×128 tiles are fewer than the SMs, the
+/// 128×64 k-group ring (twice the blocks, loads overlapped with the FMAs, 8 warps per tile);
+/// otherwise the 128×128 warp tile.
+pub fn dispatch(problem: &GemmProblem, sm_count: u32) -> &'static KernelInfo {
+    let tiles = problem.m.div_ceil(128) * problem.n.div_ceil(128);
+    if tiles < sm_count as usize {
+        &v12_kgroup_ring::INFO
+    } else {
+        &v08_warptile::INFO
+    }
+}
+
+/// Padded copies of A and B the dispatcher reuses across calls.
+#[derive(Default)]
+pub struct Scratch {
+    a: Option<CudaSlice<f32>>,
+    b: Option<CudaSlice<f32>>,
+    workspace: Option<CudaSlice<f32>>,
+    a_t: Option<CudaSlice<f32>>,
+}
+
+fn pad_into(
+    gpu: &Gpu,
+    src: &CudaSlice<f32>,
+    rows: usize,
+    cols: usize,
+    ld_src: usize,
+    ld_dst: usize,
+    slot: &mut Option<CudaSlice<f32>>,
+) -> Result<()> {
+    use rustile_kernels::gemm::pad;
+    let dst = reserve(gpu, slot, (rows * ld_dst).max(1), "padded SGEMM operand")?;
+    let f = gpu.function(pad::SYMBOLS[0].symbol)?;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (
+            (ld_dst as u32).div_ceil(pad::BLOCK_X),
+            (rows as u32).clamp(1, pad::MAX_GRID_Y),
+            1,
+        ),
+        block_dim: (pad::BLOCK_X, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (rows32, cols32, lds, ldd) = (rows as u32, cols as u32, ld_src as u32, ld_dst as u32);
+    let mut args = gpu.stream().launch_builder(&f);
+    args.arg(src)
+        .arg(dst)
+        .arg(&rows32)
+        .arg(&cols32)
+        .arg(&lds)
+        .arg(&ldd);
+    // SAFETY: `gemm_pad_f32(src, dst, rows, cols, ld_src, ld_dst)`; src holds (rows−1)·ld_src +
+    // cols elements (checked by the caller's problem check), dst rows·ld_dst (allocated above);
+    // the kernel masks c ≥ ld_dst and walks rows with a stride.
+    unsafe { args.launch(cfg) }.during(|| "launching gemm_pad_f32".into())?;
+    Ok(())
+}
+
+/// Split-K slices the dispatcher uses for `p` on `sm_count` SMs: when even the 128×64 tiles
+/// would fill under half of the SMs, enough slices of K for two 128×128 blocks per SM (each
+/// slice keeping ≥ 128 of K); else 1. Measured on the H200: 512³ 0.49× cuBLAS with split-K
+/// against 0.28× with the 128×64 tile; at 768³ (72 tiles of 128×64) the k-group ring (0.73×)
+/// beats NT split-K (0.63×).
+pub fn split_k_slices(p: &GemmProblem, sm_count: u32) -> u32 {
+    let tiles = (p.m.div_ceil(128) * p.n.div_ceil(128)) as u32;
+    let narrow_tiles = (p.m.div_ceil(128) * p.n.div_ceil(64)) as u32;
+    if tiles >= sm_count || 2 * narrow_tiles >= sm_count {
+        return 1;
+    }
+    let want = (2 * sm_count).div_ceil(tiles.max(1));
+    want.min((p.k / 128) as u32).clamp(1, 8)
+}
+
+/// Launches the split-K warp tile (`splits` slices of K into `ws`) and the reduction into C.
+#[allow(clippy::too_many_arguments)]
+fn launch_split_k(
+    gpu: &Gpu,
+    kernel: &KernelInfo,
+    symbol: &str,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    c: &mut CudaSlice<f32>,
+    splits: u32,
+    ws: &mut Option<CudaSlice<f32>>,
+) -> Result<()> {
+    use rustile_kernels::gemm::v08_warptile::split_k;
+    let w = reserve(gpu, ws, splits as usize * p.m * p.n, "split-K workspace")?;
+    // The partial products: C' = A·B over each K slice, into w (ldw = n).
+    let part = GemmProblem {
+        ldc: p.n,
+        alpha: 1.0,
+        beta: 0.0,
+        ..*p
+    };
+    part.check(
+        kernel,
+        BufArg {
+            name: "a",
+            len: a.len(),
+            addr: 0,
+        },
+        BufArg {
+            name: "b",
+            len: b.len(),
+            addr: 0,
+        },
+        BufArg {
+            name: "workspace",
+            len: w.len(),
+            addr: 0,
+        },
+    )?;
+    let (f, mut cfg) = check::prepare(gpu, kernel, DType::F32, part.grid(kernel))?;
+    let f = if symbol == kernel.symbol(DType::F32).unwrap_or_default() {
+        f
+    } else {
+        gpu.function(symbol)?
+    };
+    if kernel.shared_bytes_f32 > gpu.info().shared_per_block {
+        use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
+        f.set_attribute(MAX_DYN, kernel.shared_bytes_f32 as i32)
+            .map_err(|source| Error::Driver {
+                during: format!("raising {symbol}'s shared memory"),
+                source,
+            })?;
+    }
+    cfg.grid_dim.2 = splits;
+    let (m, n, k, lda, ldb, ldw, one, zero) = part.scalars();
+    let mut args = gpu.stream().launch_builder(&f);
+    args.arg(a)
+        .arg(b)
+        .arg(&mut *w)
+        .arg(&m)
+        .arg(&n)
+        .arg(&k)
+        .arg(&lda)
+        .arg(&ldb)
+        .arg(&ldw)
+        .arg(&one)
+        .arg(&zero);
+    // SAFETY: the warp tile's signature with C = the workspace; `check` proved A and B spans
+    // and the alignment the 16-byte loads need; the workspace holds splits · m · n elements and
+    // slice z is written at z · m · n; the grid's z is `splits`.
+    unsafe { args.launch(cfg) }.during(|| format!("launching {symbol}"))?;
+    let r = gpu.function(split_k::reduce::SYMBOLS[0].symbol)?;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (
+            (p.n as u32).div_ceil(split_k::reduce::BLOCK_X),
+            (p.m as u32).min(65535),
+            1,
+        ),
+        block_dim: (split_k::reduce::BLOCK_X, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (ldc, alpha, beta) = (p.ldc as u32, p.alpha, p.beta);
+    let mut args = gpu.stream().launch_builder(&r);
+    args.arg(&*w)
+        .arg(c)
+        .arg(&m)
+        .arg(&n)
+        .arg(&ldc)
+        .arg(&splits)
+        .arg(&alpha)
+        .arg(&beta);
+    // SAFETY: `(ws, c, m, n, ldc, splits, alpha, beta)`; ws holds splits · m · n, C was checked
+    // by the caller for (m − 1)·ldc + n; the kernel masks columns ≥ n and strides over rows.
+    unsafe { args.launch(cfg) }.during(|| "launching gemm_splitk_reduce_f32".into())?;
+    Ok(())
+}
+
+/// The dispatcher. For a dense A with M a multiple of 4 on a grid that fills the GPU it
+/// transposes A with rustile's transpose and runs the `cp.async` NT pipeline (v11: 0.90–0.92×
+/// cuBLAS at 4096³–8192³, transpose included). Otherwise it pads A and/or B into scratch
+/// buffers when their rows are not 16-byte multiples (two memory-bound passes), then runs
+/// [`dispatch()`]'s variant — or, when even 128×64 tiles cannot fill the GPU, the warp tile split
+/// over K ([`split_k_slices`]) plus a reduction. Returns the name of what ran. Asynchronous.
+pub fn run(
+    gpu: &Gpu,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    c: &mut CudaSlice<f32>,
+    scratch: &mut Scratch,
+) -> Result<&'static str> {
+    let sm_count = gpu.info().sm_count;
+    let kernel = dispatch(p, sm_count);
+    // Check the caller's buffers against the caller's problem before reading them.
+    p.check(
+        &v05_blocktile_2d::INFO,
+        BufArg {
+            name: "a",
+            len: a.len(),
+            addr: 0,
+        },
+        BufArg {
+            name: "b",
+            len: b.len(),
+            addr: 0,
+        },
+        BufArg {
+            name: "c",
+            len: c.len(),
+            addr: 0,
+        },
+    )?;
+    let q = if p.k == 0 { *p } else { p.aligned() };
+    let a_src: &CudaSlice<f32> = if q.lda != p.lda {
+        pad_into(gpu, a, p.m, p.k, p.lda, q.lda, &mut scratch.a)?;
+        scratch.a.as_ref().expect("padded")
+    } else {
+        a
+    };
+    let b_src: &CudaSlice<f32> = if q.ldb != p.ldb {
+        pad_into(gpu, b, p.k, p.n, p.ldb, q.ldb, &mut scratch.b)?;
+        scratch.b.as_ref().expect("padded")
+    } else {
+        b
+    };
+    // Dense A with M a multiple of 4 on a grid that fills the GPU: transpose A with rustile's own
+    // transpose and run the cp.async pipeline (measured faster than the warp tile; see notes).
+    let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
+    let nt_eligible = p.k > 0 && p.lda == p.k && p.m.is_multiple_of(4) && q.ldb == p.ldb;
+    // Grids too small even for the 128×64 tile (under half the SMs): the NT pipeline split over
+    // K into enough slices for two 128×128 blocks per SM (each slice keeping ≥ 128 of K), then
+    // the reduction. Measured on the H200 (bench-results/2026-11-30-h200-sgemm-1000): 512³
+    // 0.51× cuBLAS (k-group ring 0.48×); at 768³ and 1000³ the k-group ring wins (0.73× / 0.91×
+    // against 0.63× / 0.54×), so there the split is not used.
+    let narrow_tiles = p.m.div_ceil(128) * p.n.div_ceil(64);
+    let nt_splits = if tiles < sm_count as usize && 2 * narrow_tiles < sm_count as usize {
+        (2 * sm_count as usize)
+            .div_ceil(tiles.max(1))
+            .min(p.k / 128)
+            .clamp(1, 8) as u32
+    } else {
+        1
+    };
+    if nt_eligible && nt_splits > 1 {
+        let a_t = transpose_a(gpu, p, a, &mut scratch.a_t)?;
+        let nt = GemmProblem { lda: p.m, ..*p };
+        let symbol = v11_nt_pipeline::split_k::SYMBOLS[0].symbol;
+        launch_split_k(
+            gpu,
+            &v11_nt_pipeline::INFO,
+            symbol,
+            &nt,
+            a_t,
+            b,
+            c,
+            nt_splits,
+            &mut scratch.workspace,
+        )?;
+        return Ok("nt_split_k");
+    }
+    if nt_eligible && tiles >= sm_count as usize {
+        let a_t = transpose_a(gpu, p, a, &mut scratch.a_t)?;
+        let nt = GemmProblem { lda: p.m, ..*p };
+        launch(gpu, &v11_nt_pipeline::INFO, &nt, a_t, b, c)?;
+        return Ok(v11_nt_pipeline::INFO.name);
+    }
+    let splits = split_k_slices(&q, sm_count);
+    if splits > 1 {
+        let symbol = v08_warptile::split_k::SYMBOLS[0].symbol;
+        launch_split_k(
+            gpu,
+            &v08_warptile::INFO,
+            symbol,
+            &q,
+            a_src,
+            b_src,
+            c,
+            splits,
+            &mut scratch.workspace,
+        )?;
+        return Ok("split_k");
+    }
+    launch(gpu, kernel, &q, a_src, b_src, c)?;
+    Ok(kernel.name)
+}
+
+/// The scratch buffer in `slot`, (re)allocated to hold at least `need` elements.
+fn reserve<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Option<CudaSlice<f32>>,
+    need: usize,
+    what: &str,
+) -> Result<&'a mut CudaSlice<f32>> {
+    if slot.as_ref().is_none_or(|s| s.len() < need) {
+        *slot = Some(gpu.alloc::<f32>(need, what)?);
+    }
+    Ok(slot.as_mut().expect("allocated above"))
+}
+
+/// Writes Aᵀ (K × M, dense) into `slot` with rustile's transpose, for the NT pipeline.
+fn transpose_a<'a>(
+    gpu: &Gpu,
+    p: &GemmProblem,
+    a: &CudaSlice<f32>,
+    slot: &'a mut Option<CudaSlice<f32>>,
+) -> Result<&'a CudaSlice<f32>> {
+    let a_t = reserve(gpu, slot, p.k * p.m, "Aᵀ for the NT pipeline")?;
+    let tp = crate::families::transpose::TransposeProblem {
+        rows: p.m,
+        cols: p.k,
+    };
+    crate::families::transpose::launch(gpu, crate::families::transpose::best(&tp, 4), &tp, a, a_t)?;
+    Ok(a_t)
+}

@@ -1,0 +1,246 @@
+//! The validation cases: on the GPU (every variant the device runs, then the selected one,
+//! at shapes off every tile, with pitches, β, bias and ReLU, and at [`Scale::Full`] large
+//! shapes), in the simulator (the `mma.sync` kernels at small shapes), and the family's
+//! [`crate::families::Family`] implementation.
+
+use rustile_kernels::registry::DType;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::families::{Case, Scale};
+use crate::gpu::Gpu;
+use crate::ptx::Flavour;
+
+use super::{validate, validate_sim, BLayout, Checked, Problem, Variant};
+
+/// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
+pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
+    let mut v = Vec::new();
+    let shapes: &[(usize, usize, usize)] = &[
+        (1, 1, 1),
+        (17, 33, 65),
+        (127, 129, 95),
+        (200, 300, 64),
+        (256, 256, 256),
+        (64, 520, 1),
+        (300, 200, 0),
+        (129, 257, 136),
+        // M, N, K off every tile but pitches that TMA can describe: the wgmma path's tails.
+        (129, 136, 200),
+        (333, 264, 72),
+        (1, 8, 8),
+        (300, 520, 1000),
+    ];
+    for ty in [DType::F16, DType::Bf16] {
+        for &b in &[BLayout::RowMajor, BLayout::Transposed] {
+            for &(m, n, k) in shapes {
+                for out in [ty, DType::F32] {
+                    let mut p = Problem::new(ty, m, n, k).with_b(b);
+                    p.out = out;
+                    v.push((p, false));
+                }
+            }
+            // Epilogue: α, β, bias, ReLU, padded pitches (multiples of 8: the TMA path too).
+            let mut p = Problem::new(ty, 133, 270, 72).with_b(b);
+            p.alpha = 0.5;
+            p.beta = -1.25;
+            p.relu = true;
+            p.lda = p.lda.next_multiple_of(8) + 8;
+            p.ldb = p.ldb.next_multiple_of(8) + 16;
+            p.ldc += 3;
+            v.push((p, true));
+            let mut p = Problem::new(ty, 96, 136, 40).with_b(b);
+            p.out = DType::F32;
+            p.beta = 1.0;
+            v.push((p, true));
+        }
+    }
+    if !quick {
+        for ty in [DType::F16, DType::Bf16] {
+            for (m, n, k, b) in [
+                (4093, 4093, 4093, BLayout::RowMajor),
+                (4096, 4096, 512, BLayout::RowMajor),
+                (4096, 4096, 512, BLayout::Transposed),
+                (8192, 1024, 8192, BLayout::RowMajor),
+                (1000, 1000, 1000, BLayout::Transposed),
+                (2050, 1030, 4104, BLayout::RowMajor),
+                (8192, 8192, 8192, BLayout::Transposed),
+                (16384, 16384, 1024, BLayout::RowMajor),
+            ] {
+                v.push((Problem::new(ty, m, n, k).with_b(b), false));
+            }
+        }
+    }
+    v
+}
+
+/// The variants `gpu` can run (`wgmma_ws` needs sm_90a).
+pub fn variants_for(gpu: &Gpu) -> Vec<Variant> {
+    Variant::ALL
+        .into_iter()
+        .filter(|v| !v.needs_sm90a() || gpu.flavour() == Flavour::Sm90a)
+        .collect()
+}
+
+/// Every GPU run of [`validation_cases`]: `(case index, problem, bias, variant)`, `None` being
+/// the selected variant. Small cases run every variant the device has; large ones the selected
+/// one and, on sm_90a, `mma_pipeline`; large unaligned ones only `mma` (slow, but it must be
+/// right).
+pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<(usize, Problem, bool, Option<Variant>)> {
+    let mut runs = Vec::new();
+    for (i, (p, bias)) in validation_cases(quick).into_iter().enumerate() {
+        let big = p.flops() > 1e10;
+        let mut variants: Vec<Option<Variant>> = vec![None];
+        if !big {
+            variants.extend(variants_for(gpu).into_iter().map(Some));
+        } else if p.tma_ok([0, 0]) && gpu.flavour() == Flavour::Sm90a {
+            variants.push(Some(Variant::MmaPipeline));
+        } else if !p.tma_ok([0, 0]) {
+            variants = vec![Some(Variant::Mma)];
+        }
+        runs.extend(variants.into_iter().map(|v| (i, p, bias, v)));
+    }
+    runs
+}
+
+/// One GPU run of [`gpu_runs`]: `validate`, except that an aligned-only kernel
+/// (`mma_pipeline`, `wgmma_ws`) on unaligned pitches must refuse with
+/// [`Error::Unsupported`] (`Ok(None)`); anything else from it is an error.
+pub fn validate_run(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    p: &Problem,
+    bias: bool,
+    seed: u64,
+) -> Result<Option<Checked>> {
+    let aligned_only = matches!(variant, Some(Variant::WgmmaWs | Variant::MmaPipeline));
+    if aligned_only && !p.tma_ok([0, 0]) {
+        return match validate(gpu, variant, p, bias, seed) {
+            Err(Error::Unsupported { .. }) => Ok(None),
+            other => Err(Error::Usage(format!(
+                "hgemm/{} on unaligned {} should be refused, got {other:?}",
+                variant.map(Variant::name).unwrap_or_default(),
+                p.shape()
+            ))),
+        };
+    }
+    validate(gpu, variant, p, bias, seed).map(Some)
+}
+
+/// The simulator's cases (`mma` and `mma_pipeline`; the simulator models no `wgmma`): shapes
+/// off every tile of both kernels (64×64×32 and 128×128×32), K = 0 and 1, a K that wraps the
+/// `cp.async` ring, and an epilogue case with α, β, bias, ReLU and padded pitches.
+pub fn sim_cases() -> Vec<(Problem, bool)> {
+    let mut v = Vec::new();
+    for ty in [DType::F16, DType::Bf16] {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            for (m, n, k) in [
+                (1, 8, 8),
+                (70, 136, 40),
+                (129, 72, 96),
+                (33, 8, 0),
+                (17, 16, 1),
+                // Eight k-tiles: the ring wraps twice.
+                (40, 130, 232),
+            ] {
+                for out in [ty, DType::F32] {
+                    let mut p = Problem::new(ty, m, n, k).with_b(b);
+                    p.out = out;
+                    v.push((p, false));
+                }
+            }
+            let mut p = Problem::new(ty, 67, 144, 56).with_b(b);
+            p.alpha = -0.75;
+            p.beta = 0.5;
+            p.relu = true;
+            p.lda = 72;
+            p.ldb += 8;
+            p.ldc = 151;
+            v.push((p, true));
+        }
+    }
+    v
+}
+
+/// A case's shape as text: `MxNxK B→OUT`, then whatever differs from a plain product.
+fn describe(p: &Problem, bias: bool) -> String {
+    let mut s = format!("{} {}→{}", p.shape(), p.b.tag(), p.out.name());
+    if p.alpha != 1.0 || p.beta != 0.0 {
+        s += &format!(" α={} β={}", p.alpha, p.beta);
+    }
+    if bias {
+        s += " bias";
+    }
+    if p.relu {
+        s += " relu";
+    }
+    let tight = Problem::new(p.ty, p.m, p.n, p.k).with_b(p.b);
+    if (p.lda, p.ldb, p.ldc) != (tight.lda, tight.ldb, tight.ldc) {
+        s += &format!(" ld {}/{}/{}", p.lda, p.ldb, p.ldc);
+    }
+    s
+}
+
+/// The tensor-core GEMM as a [`crate::families::Family`].
+pub struct Hgemm;
+
+impl crate::families::Family for Hgemm {
+    fn name(&self) -> &'static str {
+        "hgemm"
+    }
+
+    fn about(&self) -> &'static str {
+        "tensor-core matrix product C = act(α·A·B + β·C + bias), f16/bf16 in, f32 accumulation"
+    }
+
+    fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {
+        match backend {
+            Backend::Gpu(gpu) => gpu_runs(gpu, scale == Scale::Quick)
+                .into_iter()
+                .map(|(_, p, bias, v)| {
+                    let name = v.map_or("auto", Variant::name);
+                    Case::new(
+                        format!("hgemm/{name}"),
+                        p.ty,
+                        describe(&p, bias),
+                        move |backend: &Backend, seed: u64| match backend {
+                            Backend::Gpu(gpu) => validate_run(gpu, v, &p, bias, seed).map(|_| ()),
+                            Backend::Simulator(_) => Err(not_simulated(v)),
+                        },
+                    )
+                })
+                .collect(),
+            Backend::Simulator(_) => sim_cases()
+                .into_iter()
+                .flat_map(|(p, bias)| {
+                    [Variant::Mma, Variant::MmaPipeline]
+                        .into_iter()
+                        // mma_pipeline is aligned-only; its refusal is tested in tests/hgemm.rs.
+                        .filter(move |&v| v == Variant::Mma || p.tma_ok([0, 0]))
+                        .map(move |v| {
+                            Case::new(
+                                format!("hgemm/{}", v.name()),
+                                p.ty,
+                                describe(&p, bias),
+                                move |backend: &Backend, seed: u64| match backend {
+                                    Backend::Simulator(sim) => {
+                                        validate_sim(sim, v, &p, bias, seed).map(|_| ())
+                                    }
+                                    Backend::Gpu(_) => {
+                                        Err(Error::Usage("a simulator case given a GPU".into()))
+                                    }
+                                },
+                            )
+                        })
+                })
+                .collect(),
+        }
+    }
+}
+
+fn not_simulated(v: Option<Variant>) -> Error {
+    Error::Unsupported {
+        kernel: format!("hgemm/{}", v.map_or("auto", Variant::name)),
+        what: "a GPU case given the simulator".into(),
+    }
+}

@@ -1,0 +1,205 @@
+//! Validated runs on the GPU and in the simulator.
+
+use rustile_kernels::hgemm::v01_mma;
+use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
+use rustile_kernels::registry::DType;
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+use super::*;
+
+/// Result of one validated case.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Checked {
+    /// The problem.
+    pub problem: Problem,
+    /// The kernel.
+    pub variant: Variant,
+    /// Elements compared with float64.
+    pub checked: usize,
+}
+
+/// Runs `variant` on fresh random inputs (poisoned output when β = 0, bias when `with_bias`)
+/// and compares with float64. The inputs' seed changes every call.
+pub fn validate(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
+    let x = Inputs::random(p, with_bias, seed);
+    let a = gpu.upload(&x.a, "hgemm A")?;
+    let b = gpu.upload(&x.b, "hgemm B")?;
+    let bias = match &x.bias {
+        Some(v) => Some(gpu.upload(v, "hgemm bias")?),
+        None => None,
+    };
+    // β = 0: C starts as NaN, so an element the kernel skips cannot pass.
+    let (got, used) = match p.out {
+        DType::F16 | DType::Bf16 => {
+            let init = x.c_before_half(p);
+            let mut c = gpu.upload(&init, "hgemm C")?;
+            let used = run(
+                gpu,
+                variant,
+                p,
+                &a,
+                &b,
+                &mut Out::Half(&mut c),
+                bias.as_ref(),
+            )?;
+            let bits = gpu.download(&c, "hgemm C")?;
+            (bits.iter().map(|&h| widen(p.ty, h)).collect(), used)
+        }
+        DType::F32 => {
+            let init = x.c_before_f32(p);
+            let mut c = gpu.upload(&init, "hgemm C")?;
+            let used = run(
+                gpu,
+                variant,
+                p,
+                &a,
+                &b,
+                &mut Out::F32(&mut c),
+                bias.as_ref(),
+            )?;
+            (gpu.download(&c, "hgemm C")?, used)
+        }
+    };
+    finish(p, &x, got, used, seed)
+}
+
+fn finish(p: &Problem, x: &Inputs, got: Vec<f32>, variant: Variant, seed: u64) -> Result<Checked> {
+    let which = elements_to_check(p, 4096, seed);
+    let checked = compare(p, x, &got, &which)?;
+    Ok(Checked {
+        problem: *p,
+        variant,
+        checked,
+    })
+}
+
+/// Runs an `mma.sync` variant in rustile's simulator on fresh random inputs and compares every
+/// element with float64 (the CPU-side check of the sm_80 kernels; `wgmma` has no simulator
+/// model). β ≠ 0 reads C's random old values; otherwise C starts as NaN.
+pub fn validate_sim(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
+    validate_sim_tuned(sim, variant, None, p, with_bias, seed)
+}
+
+/// Runs an `mma.sync` variant once in the simulator, validated against float64 like
+/// [`validate_sim`], and returns what its memory accesses would cost: global sectors per
+/// request and shared-memory wavefronts (bank conflicts) per instruction, by source line.
+pub fn analyze_sim(
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    p: &Problem,
+    seed: u64,
+) -> Result<crate::sim::Analysis> {
+    let sim = crate::sim::Simulator::default();
+    sim.start_analysis();
+    validate_sim_tuned(&sim, variant, tuning, p, false, seed)?;
+    Ok(sim.take_analysis().unwrap_or_default())
+}
+
+/// [`validate_sim`] of a tuning configuration of `mma_pipeline` (`None`: the default one).
+pub fn validate_sim_tuned(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
+    p.check()?;
+    let (symbol, entry, threads, shared, (bm, bn)) = match variant {
+        Variant::Mma => {
+            let e = entry_of(&v01_mma::INFO, p)?;
+            (
+                e.symbol.to_string(),
+                e.sim,
+                v01_mma::THREADS,
+                v01_mma::SHARED_BYTES,
+                (v01_mma::BM, v01_mma::BN),
+            )
+        }
+        Variant::MmaPipeline => {
+            if !p.tma_ok([0, 0]) {
+                return Err(Error::Unsupported {
+                    kernel: "hgemm/mma_pipeline".into(),
+                    what: "pitches must be multiples of 8 elements".into(),
+                });
+            }
+            let g = pipeline_geometry(p, tuning)?;
+            (g.symbol.to_owned(), g.sim, g.threads, g.shared, g.tile)
+        }
+        Variant::WgmmaWs => {
+            return Err(Error::Unsupported {
+                kernel: "hgemm/wgmma_ws".into(),
+                what: "wgmma, TMA and mbarrier are not modelled by the simulator".into(),
+            })
+        }
+    };
+    let [la, lb, lc] = p.lens();
+    let x = Inputs::random(p, with_bias, seed);
+    let a = sim.alloc::<u16>(la.max(1), "A")?;
+    sim.write(&a, &x.a)?;
+    let b = sim.alloc::<u16>(lb.max(1), "B")?;
+    sim.write(&b, &x.b)?;
+    let bias = match &x.bias {
+        Some(v) => {
+            let buf = sim.alloc::<f32>(v.len(), "bias")?;
+            sim.write(&buf, v)?;
+            buf.addr()
+        }
+        None => 0,
+    };
+    let launch = crate::sim::SimLaunch {
+        grid: (
+            p.n.div_ceil(bn as usize) as u32,
+            p.m.div_ceil(bm as usize) as u32,
+            1,
+        ),
+        block: (threads, 1, 1),
+        shared_bytes: shared,
+    };
+    let scalars = [
+        p.m as u64,
+        p.n as u64,
+        p.k as u64,
+        p.lda as u64,
+        p.ldb as u64,
+        p.ldc as u64,
+        p.alpha.to_bits() as u64,
+        p.beta.to_bits() as u64,
+        p.relu as u64,
+    ];
+    let got: Vec<f32> = match p.out {
+        DType::F16 | DType::Bf16 => {
+            let c = sim.alloc::<u16>(lc, "C")?;
+            let init = x.c_before_half(p);
+            sim.write(&c, &init)?;
+            let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
+            args.extend(scalars);
+            sim.launch(&symbol, entry, &launch, &args)?;
+            sim.read(&c)?.iter().map(|&h| widen(p.ty, h)).collect()
+        }
+        DType::F32 => {
+            let c = sim.alloc::<f32>(lc, "C")?;
+            let init = x.c_before_f32(p);
+            sim.write(&c, &init)?;
+            let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
+            args.extend(scalars);
+            sim.launch(&symbol, entry, &launch, &args)?;
+            sim.read(&c)?
+        }
+    };
+    finish(p, &x, got, variant, seed)
+}

@@ -1,0 +1,129 @@
+//! The kernel families, one folder each, mirroring `kernels-rs/src/<family>/`, and the
+//! [`Family`] trait that validation (and later the bench and the report) iterate.
+//!
+//! A new family is its folder here (with `pub const FAMILY: &dyn Family`) plus its name in the
+//! `families!` line below — and, in kernels-rs, its folder plus its name in that crate's
+//! `families!` line: two one-line registrations in all. (The trait is not the registry's
+//! [`crate::Family`] struct, which names a family in the kernel table; the memory families and
+//! SGEMM implement the trait from their registry entries.)
+
+use rustile_kernels::registry::DType;
+
+use crate::backend::Backend;
+use crate::error::Result;
+
+pub mod memory;
+pub mod selftest;
+pub mod suite;
+
+/// Declares the family folders and [`all`]: a new family is its folder plus one name here.
+macro_rules! families {
+    ($($family:ident),+ $(,)?) => {
+        $(pub mod $family;)+
+        /// Every family, in report order.
+        pub fn all() -> Vec<&'static dyn Family> {
+            vec![$($family::FAMILY),+]
+        }
+    };
+}
+
+families!(copy, strided, transpose, gemm, hgemm);
+
+/// The family called `name`, if any.
+pub fn find(name: &str) -> Option<&'static dyn Family> {
+    all().into_iter().find(|f| f.name() == name)
+}
+
+/// A kernel family as validation sees it: its cases at a scale on a back end, and how one
+/// case runs.
+pub trait Family: Sync {
+    /// Lower-case name, as in `kernels-rs/src/<name>/` and on the command line.
+    fn name(&self) -> &'static str;
+
+    /// One line: what the family computes.
+    fn about(&self) -> &'static str;
+
+    /// The validation cases at `scale` that `backend` can run. The family leaves out what the
+    /// back end cannot run (the simulator models no `wgmma` or TMA; a GPU without sm_90a has no
+    /// `wgmma` either) and sizes the shapes to it.
+    fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case>;
+
+    /// Runs one of this family's cases with inputs drawn from `seed`.
+    fn run(&self, backend: &Backend, case: &Case, seed: u64) -> Outcome {
+        case.run(backend, seed)
+    }
+}
+
+/// How thorough a validation run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Every odd case, at shapes that take seconds in all (the main job, the GPU tests).
+    Quick,
+    /// Quick plus the large shapes (`rustile validate`).
+    Full,
+}
+
+/// The check a [`Case`] runs: inputs from the seed, a launch on the back end, the comparison.
+pub type CheckFn = Box<dyn Fn(&Backend, u64) -> Result<()> + Send + Sync>;
+
+/// One validation case: a kernel at a dtype and a shape, and the check that runs it.
+pub struct Case {
+    /// `family/variant`.
+    pub kernel: String,
+    /// Input dtype.
+    pub dtype: DType,
+    /// Shape (and whatever else distinguishes the case).
+    pub shape: String,
+    check: CheckFn,
+}
+
+impl Case {
+    /// A case that runs `check`.
+    pub fn new(
+        kernel: impl Into<String>,
+        dtype: DType,
+        shape: impl Into<String>,
+        check: impl Fn(&Backend, u64) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            kernel: kernel.into(),
+            dtype,
+            shape: shape.into(),
+            check: Box::new(check),
+        }
+    }
+
+    /// `kernel dtype shape`, for progress lines.
+    pub fn label(&self) -> String {
+        format!("{} {} {}", self.kernel, self.dtype.name(), self.shape)
+    }
+
+    /// Runs the check.
+    pub fn run(&self, backend: &Backend, seed: u64) -> Outcome {
+        Outcome {
+            kernel: self.kernel.clone(),
+            dtype: self.dtype.name(),
+            shape: self.shape.clone(),
+            error: (self.check)(backend, seed).err().map(|e| e.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// One validated case.
+#[derive(Debug, serde::Serialize)]
+pub struct Outcome {
+    /// `family/variant`.
+    pub kernel: String,
+    /// dtype name.
+    pub dtype: &'static str,
+    /// Shape.
+    pub shape: String,
+    /// `None` if correct, else the error.
+    pub error: Option<String>,
+}

@@ -1,0 +1,87 @@
+//! TMA tensor maps (`cuTensorMapEncodeTiled`), built on the host and uploaded to device memory,
+//! where the kernels read them (a by-value kernel parameter cannot carry them from Rust).
+
+use cudarc::driver::CudaSlice;
+use rustile_kernels::registry::DType;
+
+use crate::error::{DriverContext, Result};
+use crate::gpu::Gpu;
+
+/// A 2-D tiled TMA tensor map (`cuTensorMapEncodeTiled`) over a row-major matrix of `rows`
+/// rows of `cols` elements of `ty`, pitch `ld` elements, at device address `addr`; the box is
+/// `(cols, rows)` = `bx`, 128-byte swizzle, zero fill out of range. The 128 bytes go to device
+/// memory, where TMA reads them (a by-value kernel parameter cannot carry them from Rust).
+pub fn tensor_map_2d(
+    ty: DType,
+    addr: u64,
+    cols: usize,
+    rows: usize,
+    ld: usize,
+    bx: (u32, u32),
+) -> Result<[u64; 16]> {
+    tensor_map_2d_of(ty, true, addr, cols, rows, ld, bx)
+}
+
+/// [`tensor_map_2d`] for any [`DType`], with 128-byte swizzle (`swizzle128`) or none (for
+/// plain row-major staging tiles, e.g. a TMA store's source).
+pub fn tensor_map_2d_of(
+    elem: DType,
+    swizzle128: bool,
+    addr: u64,
+    cols: usize,
+    rows: usize,
+    ld: usize,
+    bx: (u32, u32),
+) -> Result<[u64; 16]> {
+    use cudarc::driver::sys::{
+        self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let dtype = match elem {
+        DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
+    let swizzle = if swizzle128 {
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+    } else {
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
+    };
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    // K = 0: the kernel loads nothing, but the driver wants non-empty dimensions and a non-zero
+    // pitch.
+    let dims = [cols.max(1) as u64, rows.max(1) as u64];
+    let strides = [(ld * elem.bytes()).max(16) as u64];
+    let boxes = [bx.0, bx.1];
+    let unit = [1u32, 1];
+    // SAFETY: every pointer argument points to a live local of the documented length (rank 2:
+    // two dims, one stride, two box sizes, two element strides); the driver only writes `map`.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            2,
+            addr as *mut _,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            unit.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result()
+        .during(|| format!("encoding a tensor map ({cols} × {rows}, pitch {ld}, box {bx:?})"))?;
+    Ok(map.opaque)
+}
+
+/// Uploads tensor maps back to back (128 bytes each) into one device buffer.
+pub fn upload_maps(gpu: &Gpu, maps: &[[u64; 16]]) -> Result<CudaSlice<u8>> {
+    let mut bytes = Vec::with_capacity(128 * maps.len());
+    for word in maps.iter().flatten() {
+        bytes.extend_from_slice(&word.to_le_bytes());
+    }
+    gpu.upload(&bytes, "tensor maps")
+}
