@@ -7,7 +7,7 @@
 //! the GPU, cudarc's stream-ordering guards from `device_ptr`) alive until the launch is
 //! enqueued. That is why the GPU launch is `unsafe`.
 
-use cudarc::driver::{CudaStream, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use rustile_kernels::registry::{Entry, KernelInfo};
 
 use crate::backend::Backend;
@@ -98,7 +98,34 @@ impl<'k> LaunchPlan<'k> {
             self.shared_bytes,
         )?;
         cfg.block_dim = self.block;
-        let mut b = stream.launch_builder(&f);
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_with(&f, cfg, stream) }
+    }
+
+    /// Enqueues the plan with a function the caller already prepared for it (a `Prepared`
+    /// product): no lookup, no attribute call per launch.
+    ///
+    /// # Safety
+    /// As for [`LaunchPlan::launch_on`]; `f` is this plan's entry, with its dynamic shared
+    /// memory limit already raised to `shared_bytes`, and the grid within the device's limits.
+    pub unsafe fn enqueue(&self, f: &CudaFunction, stream: &CudaStream) -> Result<()> {
+        let (gx, gy, gz) = self.grid;
+        let cfg = LaunchConfig {
+            grid_dim: (gx as u32, gy as u32, gz as u32),
+            block_dim: self.block,
+            shared_mem_bytes: self.shared_bytes as u32,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_with(f, cfg, stream) }
+    }
+
+    unsafe fn enqueue_with(
+        &self,
+        f: &CudaFunction,
+        cfg: LaunchConfig,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        let mut b = stream.launch_builder(f);
         for a in &self.args {
             match a {
                 Arg::Ptr(v) | Arg::U64(v) => b.arg(v),

@@ -128,10 +128,6 @@ impl Variant {
             Variant::WgmmaWs => &rustile_kernels::hgemm::v03_wgmma_ws::INFO,
         }
     }
-
-    pub(super) fn symbol(self, p: &Problem) -> String {
-        entry_of(self.info(), p).map_or_else(|_| String::new(), |e| e.symbol.to_string())
-    }
 }
 
 /// The registry signature `(input, output, B layout)` of `p`.

@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::hgemm::{v01_mma, v03_wgmma_ws};
 use rustile_kernels::registry::DType;
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
+use crate::launch::{Arg, LaunchPlan};
 use crate::ptx::Flavour;
 
 use super::*;
@@ -51,8 +52,11 @@ pub struct Prepared {
     variant: Variant,
     problem: Problem,
     func: cudarc::driver::CudaFunction,
-    cfg: LaunchConfig,
+    /// Kernel, entry, grid, block and shared bytes; the arguments are filled per launch.
+    plan: LaunchPlan<'static>,
     maps: Option<CudaSlice<u8>>,
+    /// A's and B's addresses at `prepare` (the tensor maps hold them).
+    addrs: [u64; 2],
     group: u32,
 }
 
@@ -86,6 +90,56 @@ impl Options {
             Some(g) => Ok(g),
         }
     }
+}
+
+/// The `mma.sync` kernels' argument list `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`
+/// for `p` on operands at `[a, b, c, bias]` (bias 0: none) — built here once for the GPU and
+/// the simulator.
+pub fn mma_args(p: &Problem, [a, b, c, bias]: [u64; 4]) -> Vec<Arg> {
+    vec![
+        Arg::Ptr(a),
+        Arg::Ptr(b),
+        Arg::Ptr(c),
+        Arg::Ptr(bias),
+        Arg::U32(p.m as u32),
+        Arg::U32(p.n as u32),
+        Arg::U32(p.k as u32),
+        Arg::U32(p.lda as u32),
+        Arg::U32(p.ldb as u32),
+        Arg::U32(p.ldc as u32),
+        Arg::F32(p.alpha),
+        Arg::F32(p.beta),
+        Arg::U32(p.relu as u32),
+    ]
+}
+
+/// Every buffer holds what `p` reads or writes: A, B, C by their pitches, the bias `n` floats.
+fn check_buffers(p: &Problem, a: usize, b: usize, c: usize, bias: Option<usize>) -> Result<()> {
+    let kernel = || format!("hgemm {}", p.shape());
+    let [la, lb, lc] = p.lens();
+    for (name, got, need) in [("a", a, la), ("b", b, lb), ("c", c, lc)] {
+        if got < need {
+            return Err(Error::BufferLength {
+                kernel: kernel(),
+                buffer: name,
+                got,
+                need,
+                shape: p.shape(),
+            });
+        }
+    }
+    if let Some(bias) = bias {
+        if bias < p.n {
+            return Err(Error::BufferLength {
+                kernel: kernel(),
+                buffer: "bias",
+                got: bias,
+                need: p.n,
+                shape: p.shape(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Checks `p` against the buffers and the device, and prepares `variant` (or the selected one)
@@ -123,29 +177,7 @@ pub fn prepare_with(
             p.out.name()
         )));
     }
-    let [la, lb, lc] = p.lens();
-    for (name, got, need) in [("a", a.len(), la), ("b", b.len(), lb), ("c", c.len(), lc)] {
-        if got < need {
-            return Err(Error::BufferLength {
-                kernel: kernel.clone(),
-                buffer: name,
-                got,
-                need,
-                shape: p.shape(),
-            });
-        }
-    }
-    if let Some(bias) = bias {
-        if bias.len() < p.n {
-            return Err(Error::BufferLength {
-                kernel: kernel.clone(),
-                buffer: "bias",
-                got: bias.len(),
-                need: p.n,
-                shape: p.shape(),
-            });
-        }
-    }
+    check_buffers(p, a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
     let stream = gpu.stream();
     let addrs = [a.device_ptr(stream).0, b.device_ptr(stream).0];
     let variant = variant.unwrap_or_else(|| Variant::select(gpu, p, addrs));
@@ -179,20 +211,20 @@ pub fn prepare_with(
             ),
         });
     }
-    let (symbol, threads, shared, grid) = match variant {
+    let (info, threads, shared, grid) = match variant {
         Variant::WgmmaWs => {
             let tiles =
                 p.m.div_ceil(v03_wgmma_ws::BM as usize) * p.n.div_ceil(v03_wgmma_ws::BN as usize);
             let grid = tiles.min(gpu.info().sm_count as usize).max(1) as u32;
             (
-                variant.symbol(p),
+                &v03_wgmma_ws::INFO,
                 v03_wgmma_ws::THREADS,
                 v03_wgmma_ws::SHARED_BYTES,
                 (grid, 1),
             )
         }
         Variant::Mma => (
-            variant.symbol(p),
+            &v01_mma::INFO,
             v01_mma::THREADS,
             v01_mma::SHARED_BYTES,
             (
@@ -202,10 +234,13 @@ pub fn prepare_with(
         ),
         Variant::MmaPipeline => {
             let g = pipeline_geometry(p, tuning)?;
-            (g.symbol.to_owned(), g.threads, g.shared, g.grid(p))
+            let info = tuning.map_or(&rustile_kernels::hgemm::v02_mma_pipeline::INFO, |t| t.info);
+            (info, g.threads, g.shared, g.grid(p))
         }
     };
-    let func = gpu.function(&symbol)?;
+    let entry = entry_of(info, p)?;
+    let symbol = entry.symbol;
+    let func = gpu.function(symbol)?;
     if grid.1 > gpu.info().max_grid.1 {
         return Err(Error::TooLarge {
             kernel,
@@ -234,12 +269,16 @@ pub fn prepare_with(
         variant,
         problem: *p,
         func,
-        cfg: LaunchConfig {
-            grid_dim: (grid.0, grid.1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: shared as u32,
+        plan: LaunchPlan {
+            kernel: info,
+            entry,
+            grid: (grid.0 as u64, grid.1 as u64, 1),
+            block: (threads, 1, 1),
+            shared_bytes: shared,
+            args: Vec::new(),
         },
         maps,
+        addrs,
         group,
     })
 }
@@ -250,8 +289,9 @@ impl Prepared {
         self.variant
     }
 
-    /// Launches on `stream`. The buffers must be the ones `prepare` checked (same lengths and,
-    /// for `wgmma`, the same A and B: the tensor maps hold their addresses).
+    /// Launches on `stream`. The buffers are checked again against the problem (lengths, C's
+    /// type, the alignment `mma_pipeline` needs); for `wgmma_ws` A and B must be the buffers
+    /// `prepare` saw, whose addresses its tensor maps hold.
     pub fn launch(
         &self,
         stream: &Arc<CudaStream>,
@@ -261,58 +301,75 @@ impl Prepared {
         bias: Option<&CudaSlice<f32>>,
     ) -> Result<()> {
         let p = &self.problem;
-        let (m, n, k) = (p.m as u32, p.n as u32, p.k as u32);
-        let (lda, ldb, ldc) = (p.lda as u32, p.ldb as u32, p.ldc as u32);
-        let relu = p.relu as u32;
+        check_buffers(p, a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
+        if c.dtype(p.ty) != p.out {
+            return Err(Error::Usage(format!(
+                "hgemm {}: the output buffer is {} but the problem asks for {}",
+                p.shape(),
+                c.dtype(p.ty).name(),
+                p.out.name()
+            )));
+        }
+        let (a_ptr, _ga) = a.device_ptr(stream);
+        let (b_ptr, _gb) = b.device_ptr(stream);
         let bias_ptr = bias.map(|x| x.device_ptr(stream).0).unwrap_or(0);
-        let c_ptr = match c {
-            Out::Half(c) => c.device_ptr_mut(stream).0,
-            Out::F32(c) => c.device_ptr_mut(stream).0,
+        let (c_ptr, _gc) = match c {
+            Out::Half(c) => c.device_ptr_mut(stream),
+            Out::F32(c) => c.device_ptr_mut(stream),
         };
-        let mut args = stream.launch_builder(&self.func);
-        match &self.maps {
+        let (m, n, k, ldc) = (p.m as u32, p.n as u32, p.k as u32, p.ldc as u32);
+        let relu = p.relu as u32;
+        let args = match &self.maps {
             Some(maps) => {
+                if [a_ptr, b_ptr] != self.addrs {
+                    return Err(Error::Usage(format!(
+                        "hgemm/{}: A and B must be the buffers it was prepared with (its tensor \
+                         maps hold their addresses); prepare again for other buffers",
+                        self.variant.name()
+                    )));
+                }
                 let maps_ptr = maps.device_ptr(stream).0;
-                args.arg(&maps_ptr)
-                    .arg(&c_ptr)
-                    .arg(&bias_ptr)
-                    .arg(&m)
-                    .arg(&n)
-                    .arg(&k)
-                    .arg(&ldc)
-                    .arg(&p.alpha)
-                    .arg(&p.beta)
-                    .arg(&relu)
-                    .arg(&self.group);
-                // SAFETY: the signature is v03's `(maps, c, bias, m, n, k, ldc, α, β, relu,
-                // group)`;
-                // `prepare` checked the buffers against the shape and built the maps for A and
-                // B's addresses, and the grid and shared memory for this kernel.
-                unsafe { args.launch(self.cfg) }
+                vec![
+                    Arg::Ptr(maps_ptr),
+                    Arg::Ptr(c_ptr),
+                    Arg::Ptr(bias_ptr),
+                    Arg::U32(m),
+                    Arg::U32(n),
+                    Arg::U32(k),
+                    Arg::U32(ldc),
+                    Arg::F32(p.alpha),
+                    Arg::F32(p.beta),
+                    Arg::U32(relu),
+                    Arg::U32(self.group),
+                ]
             }
             None => {
-                let a_ptr = a.device_ptr(stream).0;
-                let b_ptr = b.device_ptr(stream).0;
-                args.arg(&a_ptr)
-                    .arg(&b_ptr)
-                    .arg(&c_ptr)
-                    .arg(&bias_ptr)
-                    .arg(&m)
-                    .arg(&n)
-                    .arg(&k)
-                    .arg(&lda)
-                    .arg(&ldb)
-                    .arg(&ldc)
-                    .arg(&p.alpha)
-                    .arg(&p.beta)
-                    .arg(&relu);
-                // SAFETY: the signature is the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb,
-                // ldc, α, β, relu)`; `prepare` checked every buffer against the shape.
-                unsafe { args.launch(self.cfg) }
+                if self.variant == Variant::MmaPipeline && !p.tma_ok([a_ptr, b_ptr]) {
+                    return Err(Error::Unsupported {
+                        kernel: "hgemm/mma_pipeline".into(),
+                        what: "cp.async needs 16-byte-aligned A and B".into(),
+                    });
+                }
+                mma_args(p, [a_ptr, b_ptr, c_ptr, bias_ptr])
             }
-        }
-        .during(|| format!("launching hgemm/{} {}", self.variant.name(), p.shape()))?;
-        Ok(())
+        };
+        let plan = LaunchPlan {
+            args,
+            ..self.plan.clone()
+        };
+        // SAFETY: the argument lists are v03's `(maps, c, bias, m, n, k, ldc, α, β, relu,
+        // group)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`;
+        // every buffer was checked above against the shape (and, for the tensor maps, is the
+        // one whose address they hold); grid and shared memory were checked by `prepare`; the
+        // stream guards live until the launch is enqueued.
+        unsafe { plan.enqueue(&self.func, stream) }
+            .map_err(|e| match e {
+                Error::Driver { source, .. } => Error::Driver {
+                    during: format!("launching hgemm/{} {}", self.variant.name(), p.shape()),
+                    source,
+                },
+                e => e,
+            })
     }
 }
 

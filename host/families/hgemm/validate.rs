@@ -119,17 +119,13 @@ pub fn validate_sim_tuned(
     seed: u64,
 ) -> Result<Checked> {
     p.check()?;
-    let (symbol, entry, threads, shared, (bm, bn)) = match variant {
-        Variant::Mma => {
-            let e = entry_of(&v01_mma::INFO, p)?;
-            (
-                e.symbol.to_string(),
-                e.sim,
-                v01_mma::THREADS,
-                v01_mma::SHARED_BYTES,
-                (v01_mma::BM, v01_mma::BN),
-            )
-        }
+    let (info, threads, shared, (bm, bn)) = match variant {
+        Variant::Mma => (
+            &v01_mma::INFO,
+            v01_mma::THREADS,
+            v01_mma::SHARED_BYTES,
+            (v01_mma::BM, v01_mma::BN),
+        ),
         Variant::MmaPipeline => {
             if !p.tma_ok([0, 0]) {
                 return Err(Error::Unsupported {
@@ -138,7 +134,8 @@ pub fn validate_sim_tuned(
                 });
             }
             let g = pipeline_geometry(p, tuning)?;
-            (g.symbol.to_owned(), g.sim, g.threads, g.shared, g.tile)
+            let info = tuning.map_or(&rustile_kernels::hgemm::v02_mma_pipeline::INFO, |t| t.info);
+            (info, g.threads, g.shared, g.tile)
         }
         Variant::WgmmaWs => {
             return Err(Error::Unsupported {
@@ -161,43 +158,32 @@ pub fn validate_sim_tuned(
         }
         None => 0,
     };
-    let launch = crate::sim::SimLaunch {
+    let entry = entry_of(info, p)?;
+    let plan = |c: u64| crate::launch::LaunchPlan {
+        kernel: info,
+        entry,
         grid: (
-            p.n.div_ceil(bn as usize) as u32,
-            p.m.div_ceil(bm as usize) as u32,
+            p.n.div_ceil(bn as usize) as u64,
+            p.m.div_ceil(bm as usize) as u64,
             1,
         ),
         block: (threads, 1, 1),
         shared_bytes: shared,
+        args: mma_args(p, [a.addr(), b.addr(), c, bias]),
     };
-    let scalars = [
-        p.m as u64,
-        p.n as u64,
-        p.k as u64,
-        p.lda as u64,
-        p.ldb as u64,
-        p.ldc as u64,
-        p.alpha.to_bits() as u64,
-        p.beta.to_bits() as u64,
-        p.relu as u64,
-    ];
     let got: Vec<f32> = match p.out {
         DType::F16 | DType::Bf16 => {
             let c = sim.alloc::<u16>(lc, "C")?;
             let init = x.c_before_half(p);
             sim.write(&c, &init)?;
-            let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
-            args.extend(scalars);
-            sim.launch(&symbol, entry, &launch, &args)?;
+            plan(c.addr()).simulate(sim)?;
             sim.read(&c)?.iter().map(|&h| widen(p.ty, h)).collect()
         }
         DType::F32 => {
             let c = sim.alloc::<f32>(lc, "C")?;
             let init = x.c_before_f32(p);
             sim.write(&c, &init)?;
-            let mut args = vec![a.addr(), b.addr(), c.addr(), bias];
-            args.extend(scalars);
-            sim.launch(&symbol, entry, &launch, &args)?;
+            plan(c.addr()).simulate(sim)?;
             sim.read(&c)?
         }
     };
