@@ -26,9 +26,6 @@ pub mod v03_wgmma_ws;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::tc::soft;
 pub use crate::tc::{Bf16, OutBf16, OutF16, OutF32, TcOut, F16};
-// Until v02 and v03 move to the shared blocks.
-pub use crate::gpu::sched::grouped_tile;
-pub use crate::tc::{Epilogue, TcIn};
 
 /// Every `mma.sync` entry point (both PTX flavours).
 pub fn mma_symbols() -> impl Iterator<Item = &'static str> {
