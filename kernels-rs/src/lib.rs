@@ -9,6 +9,10 @@
 //!   compiled with, and the same kernel bodies, whose `gpu::` primitives then call rustile's
 //!   simulator ([`gpu::host`]).
 //!
+//! Shared blocks: [`gpu`] holds the device primitives and the blocks built on them (shared tiles
+//! with layouts, `cp.async`/TMA rings, the tile scheduler); [`tc`] the tensor-core blocks
+//! (input/output types, the epilogue, the warp-specialized driver).
+//!
 //! A family is a folder and a variant is a file: `copy/v02_vec16.rs` is one kernel, its constants
 //! and a doc comment with its technique and the bound it should approach.
 #![no_std]
@@ -18,8 +22,8 @@
 )]
 
 pub mod gpu;
-pub mod macros;
 pub mod registry;
+pub mod tc;
 
 /// Declares the family modules and [`FAMILIES`]: a new family is its folder plus one name here.
 macro_rules! families {

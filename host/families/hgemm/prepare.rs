@@ -213,9 +213,16 @@ pub fn prepare_with(
     }
     let (info, threads, shared, grid) = match variant {
         Variant::WgmmaWs => {
-            let tiles =
-                p.m.div_ceil(v03_wgmma_ws::BM as usize) * p.n.div_ceil(v03_wgmma_ws::BN as usize);
-            let grid = tiles.min(gpu.info().sm_count as usize).max(1) as u32;
+            // The device's tile scheduler, compiled for the host: the grid and the tile walk
+            // are one definition. (`p.check` keeps M and N within u32.)
+            let tiles = rustile_kernels::gpu::sched::TileGrid::new(
+                p.m as u32,
+                p.n as u32,
+                v03_wgmma_ws::BM,
+                v03_wgmma_ws::BN,
+                group,
+            );
+            let grid = tiles.persistent_grid(gpu.info().sm_count);
             (
                 &v03_wgmma_ws::INFO,
                 v03_wgmma_ws::THREADS,

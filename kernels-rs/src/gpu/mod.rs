@@ -5,25 +5,48 @@
 //!
 //! Three codegen facts, measured on an H200 (see `DESIGN.md`), shape the PTX side:
 //! - shared memory is addressed with explicit `ld.shared`/`st.shared` on 32-bit shared-window
-//!   addresses ([`SharedTile`], [`Elem::ld_shared`]); generic pointers into shared memory cost
+//!   addresses ([`Tile`], [`Elem::ld_shared`]); generic pointers into shared memory cost
 //!   up to 2×;
 //! - the block barrier is the non-aligned `barrier.sync 0`, not `bar.sync` (`_syncthreads()`):
 //!   LLVM may duplicate a barrier into both arms of a thread-dependent branch, which is undefined
 //!   for the `.aligned` form and hung a kernel;
 //! - rustc never contracts `a * b + c`: [`fma`] is explicit.
 //!
+//! Building blocks on these primitives, shared by the kernels: [`tile`] (shared tiles that carry
+//! a padded or swizzled layout), [`ring`] (the `cp.async` and TMA/mbarrier stage rings) and
+//! [`sched`] (output-tile order and the persistent grid, one `const fn` for host and device).
+//!
 //! On the host, memory primitives are `#[track_caller]`: the simulator attributes every access
 //! to the kernel source line that made it (`rustile analyze`).
-
-use core::marker::PhantomData;
 
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 pub mod hopper;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
+pub mod ring;
+pub mod sched;
+pub mod tile;
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 #[allow(clippy::too_many_arguments)]
 pub mod wgmma;
+
+pub use tile::{Layout, Padded, SharedArena, Swizzled, Tile};
+
+/// `unroll!(N, j, { body })` repeats `body` with `j: usize` = 0, 1, …, N − 1 (N = 2, 4, 8, 16, 32
+/// or 64), so arrays indexed by `j` stay in registers however large the body is.
+#[macro_export]
+macro_rules! unroll {
+    (2, $j:ident, $body:block) => { $crate::unroll!(@at 0, $j, $body); $crate::unroll!(@at 1, $j, $body); };
+    (4, $j:ident, $body:block) => { $crate::unroll!(@at 0, $j, $body); $crate::unroll!(@at 1, $j, $body); $crate::unroll!(@at 2, $j, $body); $crate::unroll!(@at 3, $j, $body); };
+    (8, $j:ident, $body:block) => { $crate::unroll!(@4 0, $j, $body); $crate::unroll!(@4 4, $j, $body); };
+    (16, $j:ident, $body:block) => { $crate::unroll!(@8 0, $j, $body); $crate::unroll!(@8 8, $j, $body); };
+    (32, $j:ident, $body:block) => { $crate::unroll!(@16 0, $j, $body); $crate::unroll!(@16 16, $j, $body); };
+    (64, $j:ident, $body:block) => { $crate::unroll!(@16 0, $j, $body); $crate::unroll!(@16 16, $j, $body); $crate::unroll!(@16 32, $j, $body); $crate::unroll!(@16 48, $j, $body); };
+    (@16 $o:expr, $j:ident, $body:block) => { $crate::unroll!(@8 $o, $j, $body); $crate::unroll!(@8 $o + 8, $j, $body); };
+    (@8 $o:expr, $j:ident, $body:block) => { $crate::unroll!(@4 $o, $j, $body); $crate::unroll!(@4 $o + 4, $j, $body); };
+    (@4 $o:expr, $j:ident, $body:block) => { $crate::unroll!(@at $o, $j, $body); $crate::unroll!(@at $o + 1, $j, $body); $crate::unroll!(@at $o + 2, $j, $body); $crate::unroll!(@at $o + 3, $j, $body); };
+    (@at $o:expr, $j:ident, $body:block) => {{ #[allow(clippy::identity_op, clippy::erasing_op)] let $j: usize = $o; $body }};
+}
 
 /// Special registers a kernel can read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -437,83 +460,6 @@ pub fn dynamic_shared_base() -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         0
-    }
-}
-
-/// A `ROWS × COLS` tile of `T` in dynamic shared memory, row-major, addressed by 32-bit
-/// shared-window addresses. `PITCH ≥ COLS` is the row pitch in elements (padding).
-///
-/// Tiles are carved from the dynamic shared memory in order by [`SharedArena`]; the host sizes
-/// the launch's shared bytes from [`SharedTile::BYTES`].
-pub struct SharedTile<T, const ROWS: usize, const COLS: usize, const PITCH: usize> {
-    base: u32,
-    _elem: PhantomData<T>,
-}
-
-impl<T: Elem, const ROWS: usize, const COLS: usize, const PITCH: usize>
-    SharedTile<T, ROWS, COLS, PITCH>
-{
-    /// Bytes this tile occupies, rounded up to 16 so the next tile stays vector-aligned.
-    pub const BYTES: usize = (ROWS * PITCH * T::BYTES).div_ceil(16) * 16;
-
-    /// Shared-window address of element `(row, col)`.
-    #[inline(always)]
-    pub fn addr(&self, row: u32, col: u32) -> u32 {
-        self.base + (row * PITCH as u32 + col) * T::BYTES as u32
-    }
-
-    /// Reads element `(row, col)`.
-    ///
-    /// # Safety
-    /// `row < ROWS`, `col < PITCH`, and the launch provided the shared bytes of its arena.
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    pub unsafe fn load(&self, row: u32, col: u32) -> T {
-        T::ld_shared(self.addr(row, col))
-    }
-
-    /// Writes element `(row, col)`.
-    ///
-    /// # Safety
-    /// As for [`SharedTile::load`].
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    pub unsafe fn store(&self, row: u32, col: u32, v: T) {
-        T::st_shared(self.addr(row, col), v)
-    }
-}
-
-/// Carves the launch's dynamic shared memory into tiles, in declaration order.
-pub struct SharedArena {
-    next: u32,
-}
-
-impl Default for SharedArena {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SharedArena {
-    /// The arena over this launch's dynamic shared memory.
-    #[inline(always)]
-    pub fn new() -> Self {
-        Self {
-            next: dynamic_shared_base(),
-        }
-    }
-
-    /// Takes the next tile. The host must launch with at least the sum of the tiles' `BYTES`.
-    #[inline(always)]
-    pub fn tile<T: Elem, const ROWS: usize, const COLS: usize, const PITCH: usize>(
-        &mut self,
-    ) -> SharedTile<T, ROWS, COLS, PITCH> {
-        let base = self.next;
-        self.next += SharedTile::<T, ROWS, COLS, PITCH>::BYTES as u32;
-        SharedTile {
-            base,
-            _elem: PhantomData,
-        }
     }
 }
 

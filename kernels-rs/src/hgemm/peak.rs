@@ -14,8 +14,8 @@
 //! cores see varied, non-zero data: zeros would draw less power and could clock higher), so
 //! every sum is exact: the host checks that `iters` iterations give `iters` times one.
 
-use super::TcIn;
 use crate::gpu::{self, Elem, MmaKind};
+use crate::tc::TcIn;
 
 /// Threads per block of [`peak_mma`] (eight warps).
 pub const MMA_THREADS: u32 = 256;

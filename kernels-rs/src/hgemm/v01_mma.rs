@@ -11,8 +11,8 @@
 //! - **Bound**: latency. A block waits for its loads, then computes; with 10 KiB per block
 //!   many blocks fit per SM, but each warp issues only 8 `mma`s per barrier pair.
 
-use super::{Epilogue, TcIn, TcOut};
 use crate::gpu::{self, Elem};
+use crate::tc::{Epilogue, TcIn, TcOut};
 
 /// Rows of A per block.
 pub const BM: u32 = 64;

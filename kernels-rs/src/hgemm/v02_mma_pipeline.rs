@@ -20,10 +20,12 @@
 //!   inside the matrices takes one branch-free run of `cp.async`s. For a block inside M and N
 //!   the steady-state loop has no edge test at all: its loads and `mma`s are one basic block
 //!   (122 SASS instructions per 64 `HMMA` for Bᵀ, 129 for row-major B, whose chunk addresses
-//!   add one uniform `k0 · ldb` per stage), and the ring is addressed by wrapping byte
-//!   offsets. The entry points are instantiated with `ALIGNED` only (16-byte-aligned bases,
-//!   pitches multiples of 8: the host checks); other pitches go to [`super::v01_mma`], which
-//!   keeps the binary's PTX smaller.
+//!   add one uniform `k0 · ldb` per stage), and the ring ([`CpAsyncRing`]) is addressed by
+//!   wrapping byte offsets. The entry points are instantiated with `ALIGNED` only
+//!   (16-byte-aligned bases, pitches multiples of 8: the host checks); other pitches go to
+//!   [`super::v01_mma`], which keeps the binary's PTX smaller.
+//! - **Shared blocks**: the stage tiles are [`Swizzled`] [`Tile`]s, the ring a [`CpAsyncRing`],
+//!   the block order [`sched::block_tile`], the epilogue [`Epilogue`].
 //! - **Bound**: `mma.sync` issues from the SM's warp schedulers. On the H200 it peaks at
 //!   ~650 TFLOP/s with register operands and no memory traffic (`hgemm_peak_mma_*`), about two
 //!   thirds of `wgmma` (850–980); this kernel reaches 58–62 % of that ceiling at 8192³. Per
@@ -32,8 +34,9 @@
 //!   port alone would cap it near 0.7 of the tensor peak. At 8192³ the H200 also runs at its
 //!   power limit, where every instruction and every DRAM byte costs clock (`notes/hgemm.md`).
 
-use super::{Epilogue, TcIn, TcOut};
-use crate::gpu::{self, Elem, Vec16};
+use crate::gpu::ring::CpAsyncRing;
+use crate::gpu::{self, sched, Elem, Swizzled, Tile, Vec16};
+use crate::tc::{Epilogue, TcIn, TcOut};
 
 /// Rows of A per block.
 pub const BM: u32 = 128;
@@ -45,7 +48,7 @@ pub const BK: u32 = 32;
 pub const STAGES: u32 = 4;
 /// Warps along M and N.
 pub const WARPS: (u32, u32) = (2, 4);
-/// Tile rows per band of the grouped block order ([`super::grouped_tile`]): a wave of 132
+/// Tile rows per band of the grouped block order ([`sched::grouped_tile`]): a wave of 132
 /// blocks then covers ~16 × 8 tiles, about the fewest distinct A rows plus B columns.
 pub const GROUP_M: u32 = 16;
 /// Threads.
@@ -55,7 +58,7 @@ pub const SHARED_BYTES: usize = shared_bytes(BM, BN, BK, STAGES);
 
 /// Shared bytes of a configuration.
 pub const fn shared_bytes(bm: u32, bn: u32, bk: u32, stages: u32) -> usize {
-    (stages * (bm + bn) * bk * 2) as usize
+    CpAsyncRing::bytes((bm + bn) * bk * 2, stages)
 }
 
 /// The default configuration, and what it beat on the H200 (8192³ f16, × cuBLAS in the same
@@ -71,18 +74,20 @@ pub const fn shared_bytes(bm: u32, bn: u32, bk: u32, stages: u32) -> usize {
 /// 0.499–0.534, 128×64 (three blocks per SM) 0.444 / 0.433; 256×128×64 spilled.
 pub const TUNED: &str = "128x256x32, 2x4 warps, 4 stages, grouped by 16";
 
-/// Shared offset of 16-byte chunk `ch` of row `row` in a tile of `CHUNKS`-chunk rows, XOR-
-/// swizzled so the eight rows of an `ldmatrix` phase hit eight different bank groups: 64-byte
-/// rows (4 chunks, two rows per 128-byte bank line) use `ch ^ ((row / 2) % 4)`, wider rows
-/// `ch ^ (row % 8)`.
+/// The shared tiles of one stage: A (`BM_ × BK_`, k-chunks along rows) and B (`BK_ × BN_`
+/// row-major, or Bᵀ `BN_ × BK_`), unpadded and XOR-swizzled ([`Swizzled`]) so the eight rows of
+/// every `ldmatrix` phase hit eight different bank groups.
 #[inline(always)]
-fn off(chunks: u32, row: u32, ch: u32) -> u32 {
-    let x = if chunks == 4 {
-        ch ^ ((row >> 1) & 3)
+fn stage_tiles<const TRANS_B: u32, const BM_: u32, const BN_: u32, const BK_: u32>(
+    at: u32,
+) -> (Tile<Swizzled>, Tile<Swizzled>) {
+    let a = Tile::at(at, Swizzled::new(BM_, BK_ / 8)); // (BM, BK)
+    let b = if TRANS_B == 1 {
+        Tile::at(at + a.layout.rows * BK_ * 2, Swizzled::new(BK_, BN_ / 8)) // (BK, BN)
     } else {
-        ch ^ (row & 7)
+        Tile::at(at + a.layout.rows * BK_ * 2, Swizzled::new(BN_, BK_ / 8)) // (BN, BK)
     };
-    row * chunks * 16 + (x << 4)
+    (a, b)
 }
 
 /// Eight elements of row `r` from column `c` of a `rows × cols` matrix with pitch `ld`, zeros
@@ -130,8 +135,7 @@ unsafe fn load_stage<
     const WM: u32,
     const WN: u32,
 >(
-    sa: u32,
-    sb: u32,
+    (ta, tb): (Tile<Swizzled>, Tile<Swizzled>),
     a: *const u16,
     b: *const u16,
     [m, n, k]: [u32; 3],
@@ -142,8 +146,7 @@ unsafe fn load_stage<
     // `cp.async`s, which ptxas can schedule as one block.
     if ALIGNED && m0 + BM_ <= m && n0 + BN_ <= n && k0 + BK_ <= k {
         stage_chunks::<TRANS_B, ALIGNED, true, BM_, BN_, BK_, WM, WN>(
-            sa,
-            sb,
+            (ta, tb),
             a,
             b,
             [m, n, k],
@@ -152,8 +155,7 @@ unsafe fn load_stage<
         );
     } else {
         stage_chunks::<TRANS_B, ALIGNED, false, BM_, BN_, BK_, WM, WN>(
-            sa,
-            sb,
+            (ta, tb),
             a,
             b,
             [m, n, k],
@@ -177,8 +179,7 @@ unsafe fn stage_chunks<
     const WM: u32,
     const WN: u32,
 >(
-    sa: u32,
-    sb: u32,
+    (ta, tb): (Tile<Swizzled>, Tile<Swizzled>),
     a: *const u16,
     b: *const u16,
     [m, n, k]: [u32; 3],
@@ -195,7 +196,7 @@ unsafe fn stage_chunks<
         if (i as u32) < BM_ * kc / threads {
             let id = t + threads * i as u32;
             let (row, ch) = (id / kc, id % kc);
-            let dst = sa + off(kc, row, ch);
+            let dst = ta.chunk(row, ch);
             load_chunk::<ALIGNED, INTERIOR>(dst, a, m0 + row, k0 + 8 * ch, m, k, lda);
         }
     });
@@ -205,21 +206,21 @@ unsafe fn stage_chunks<
             if TRANS_B == 1 {
                 // B: BK k-rows × nc chunks of n.
                 let (row, ch) = (id / nc, id % nc);
-                let dst = sb + off(nc, row, ch);
                 if INTERIOR {
                     // k0 · ldb apart from the stage-invariant row · ldb + column: the loop then
                     // adds one uniform 64-bit offset per stage instead of a wide multiply per
                     // chunk ((k0 + row) · ldb in u32 cannot be strength-reduced).
                     let at = row as usize * ldb as usize + (n0 + 8 * ch) as usize;
                     let src = b.add(k0 as usize * ldb as usize).add(at);
-                    gpu::cp_async_16(dst, src as *const Vec16);
+                    tb.cp_async_16(row, ch, src as *const Vec16);
                 } else {
+                    let dst = tb.chunk(row, ch);
                     load_chunk::<ALIGNED, INTERIOR>(dst, b, k0 + row, n0 + 8 * ch, k, n, ldb);
                 }
             } else {
                 // Bᵀ: BN n-rows × kc chunks of k.
                 let (row, ch) = (id / kc, id % kc);
-                let dst = sb + off(kc, row, ch);
+                let dst = tb.chunk(row, ch);
                 load_chunk::<ALIGNED, INTERIOR>(dst, b, n0 + row, k0 + 8 * ch, n, k, ldb);
             }
         }
@@ -266,33 +267,23 @@ pub unsafe fn mma_pipeline_cfg<
 ) {
     let (wtm, wtn) = (BM_ / WM, BN_ / WN);
     let (mi, nj) = (wtm / 16, wtn / 8);
-    let (a_bytes, b_bytes) = (BM_ * BK_ * 2, BN_ * BK_ * 2);
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / WN, warp % WN);
     // Block order: `GM` = 0, row-major (block (x, y) computes tile (y, x)); otherwise grouped
-    // ([`super::grouped_tile`]), bands of `GM` tile rows, so a wave of blocks shares fewer
+    // ([`sched::block_tile`]), bands of `GM` tile rows, so a wave of blocks shares fewer
     // distinct A rows and B columns and reads less from DRAM.
-    let (m0, n0) = if GM == 0 {
-        (gpu::block_idx_y() * BM_, gpu::block_idx_x() * BN_)
+    let (tm, tn) = if GM == 0 {
+        (gpu::block_idx_y(), gpu::block_idx_x())
     } else {
-        let (tiles_n, tiles_m) = (gpu::grid_dim_x(), gpu::grid_dim_y());
-        let t = gpu::block_idx_y() * tiles_n + gpu::block_idx_x();
-        let (tm, tn) = super::grouped_tile(t, tiles_m, tiles_n, GM);
-        (tm * BM_, tn * BN_)
+        let (bx, by) = (gpu::block_idx_x(), gpu::block_idx_y());
+        sched::block_tile(bx, by, gpu::grid_dim_x(), gpu::grid_dim_y(), GM)
     };
-    let smem = gpu::dynamic_shared_base();
-    // The ring is addressed by byte offsets that advance one stage at a time and wrap, never
-    // by `slot % ST` (a multiply-high chain per address when ST is not a power of two).
-    let stage_bytes = a_bytes + b_bytes;
-    let ring = ST * stage_bytes;
-    let advance = |o: u32| {
-        if o + stage_bytes == ring {
-            0
-        } else {
-            o + stage_bytes
-        }
-    };
+    let (m0, n0) = (tm * BM_, tn * BN_);
+    // A stage: A then B, `(BM + BN) · BK` f16/bf16 ([`stage_tiles`]); the ring's slots are
+    // byte offsets that advance one stage at a time and wrap.
+    let ring = CpAsyncRing::new(gpu::dynamic_shared_base(), (BM_ + BN_) * BK_ * 2, ST);
+    let tiles = |so: u32| stage_tiles::<TRANS_B, BM_, BN_, BK_>(ring.addr(so));
     let k_tiles = k.div_ceil(BK_);
     let dims = [m, n, k];
     let lds = [lda, ldb];
@@ -303,8 +294,7 @@ pub unsafe fn mma_pipeline_cfg<
     while s < ST - 1 {
         if s < k_tiles {
             load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
-                smem + s * stage_bytes,
-                smem + s * stage_bytes + a_bytes,
+                tiles(ring.slot(s)),
                 a,
                 b,
                 dims,
@@ -312,19 +302,19 @@ pub unsafe fn mma_pipeline_cfg<
                 [m0, n0, s * BK_],
             );
         }
-        gpu::cp_async_commit();
+        ring.commit();
         s += 1;
     }
     let (q, r) = (lane / 8, lane % 8);
     // The fragments of k16 step `ks` of the stage at byte offset `so`: A's four m16 tiles, B's
     // eight n8 tiles.
     let fragments = |so: u32, ks: u32| {
-        let (sa, sb) = (smem + so, smem + so + a_bytes);
+        let (ta, tb) = tiles(so);
         let mut af = [[0u32; 4]; 4];
         crate::unroll!(4, i, {
             if (i as u32) < mi {
                 let row = wm * wtm + 16 * i as u32 + lane % 16;
-                af[i] = gpu::ldmatrix::<4, false>(sa + off(BK_ / 8, row, 2 * ks + lane / 16));
+                af[i] = ta.ldmatrix::<4, false>(row, 2 * ks + lane / 16);
             }
         });
         let mut bf = [[0u32; 2]; 8];
@@ -333,10 +323,10 @@ pub unsafe fn mma_pipeline_cfg<
                 let x = if TRANS_B == 1 {
                     let row = 16 * ks + 8 * (q % 2) + r;
                     let ch = wn * (wtn / 8) + 2 * jp as u32 + q / 2;
-                    gpu::ldmatrix::<4, true>(sb + off(BN_ / 8, row, ch))
+                    tb.ldmatrix::<4, true>(row, ch)
                 } else {
                     let row = wn * wtn + 16 * jp as u32 + 8 * (q / 2) + r;
-                    gpu::ldmatrix::<4, false>(sb + off(BK_ / 8, row, 2 * ks + q % 2))
+                    tb.ldmatrix::<4, false>(row, 2 * ks + q % 2)
                 };
                 bf[2 * jp] = [x[0], x[1]];
                 bf[2 * jp + 1] = [x[2], x[3]];
@@ -344,30 +334,17 @@ pub unsafe fn mma_pipeline_cfg<
         });
         (af, bf)
     };
-    // The next stage has landed once at most `ST - 2` groups are pending: one group per stage
-    // is committed, empty ones included. (Deeper rings than 6 would wait for more than they
-    // must: correct, but no deeper in effect.)
-    let wait_stage = || {
-        match ST {
-            0..=2 => gpu::cp_async_wait::<0>(),
-            3 => gpu::cp_async_wait::<1>(),
-            4 => gpu::cp_async_wait::<2>(),
-            5 => gpu::cp_async_wait::<3>(),
-            _ => gpu::cp_async_wait::<4>(),
-        }
-        gpu::sync_threads();
-    };
     // Fragments one k16 step ahead of the `mma`s, across stage boundaries too: the wait and
     // the barrier for stage kt + 1 come before the last step of stage kt, whose fragments are
     // already in registers, so the `ldmatrix` latency after each barrier hides behind that
     // step's `mma`s. The barrier also frees the slot of stage kt (its last `ldmatrix` is
     // behind it), which the next iteration refills first.
-    wait_stage();
+    ring.wait_oldest();
     let mut cur = fragments(0, 0);
     // `rd`: the slot of stage kt (read now); `wr`: the slot of stage kt + ST - 1 (loaded now),
     // which is the slot stage kt - 1 used.
     let mut rd = 0;
-    let mut wr = (ST - 1) * stage_bytes;
+    let mut wr = ring.slot(ST - 1);
     let mut kt = 0;
     // One iteration: issue the loads of stage kt + ST - 1 (`$load`), then the `mma`s of stage
     // kt with the fragments one step ahead. A macro, not a closure, so that both loops below
@@ -375,8 +352,8 @@ pub unsafe fn mma_pipeline_cfg<
     macro_rules! iteration {
         ($load:expr) => {{
             $load;
-            gpu::cp_async_commit();
-            let rd_next = advance(rd);
+            ring.commit();
+            let rd_next = ring.next(rd);
             crate::unroll!(4, ksi, {
                 let ks = ksi as u32;
                 if ks < BK_ / 16 {
@@ -384,7 +361,7 @@ pub unsafe fn mma_pipeline_cfg<
                         fragments(rd, ks + 1)
                     } else {
                         // After the last stage this reads a slot no copy is writing: unused.
-                        wait_stage();
+                        ring.wait_oldest();
                         fragments(rd_next, 0)
                     };
                     let (af, bf) = cur;
@@ -409,7 +386,7 @@ pub unsafe fn mma_pipeline_cfg<
                 }
             });
             rd = rd_next;
-            wr = advance(wr);
+            wr = ring.next(wr);
             kt += 1;
         }};
     }
@@ -427,8 +404,7 @@ pub unsafe fn mma_pipeline_cfg<
     while kt < steady_end {
         iteration!(
             stage_chunks::<TRANS_B, ALIGNED, true, BM_, BN_, BK_, WM, WN>(
-                smem + wr,
-                smem + wr + a_bytes,
+                tiles(wr),
                 a,
                 b,
                 dims,
@@ -441,8 +417,7 @@ pub unsafe fn mma_pipeline_cfg<
     while kt < k_tiles {
         iteration!(if kt + ST - 1 < k_tiles {
             load_stage::<TRANS_B, ALIGNED, BM_, BN_, BK_, WM, WN>(
-                smem + wr,
-                smem + wr + a_bytes,
+                tiles(wr),
                 a,
                 b,
                 dims,
@@ -451,7 +426,7 @@ pub unsafe fn mma_pipeline_cfg<
             );
         });
     }
-    gpu::cp_async_wait::<0>();
+    ring.wait_all();
 
     let epi = Epilogue::<O> {
         c,
@@ -470,8 +445,7 @@ pub unsafe fn mma_pipeline_cfg<
                 let o = 32 * i + 4 * j;
                 let row = m0 + wm * wtm + 16 * i as u32 + g;
                 let col = n0 + wn * wtn + 8 * j as u32 + 2 * tq;
-                epi.store_pair(row, col, acc[o], acc[o + 1]);
-                epi.store_pair(row + 8, col, acc[o + 2], acc[o + 3]);
+                epi.store_frag(row, col, [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]]);
             }
         });
     });

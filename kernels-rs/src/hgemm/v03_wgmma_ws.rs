@@ -4,11 +4,16 @@
 //!   thread issues every TMA load), warpgroups 1 and 2 are consumers, each computing 64 × 256 of
 //!   the tile with `wgmma.m64n256k16` (128 f32 accumulators per thread).
 //! - **Ring**: `STAGES` stages of A (128 × 64) and B (256 × 64) in 128-byte-swizzled shared
-//!   memory, 48 KiB each. A `full` mbarrier per stage counts the TMA bytes in; an `empty`
-//!   mbarrier per stage counts the eight consumer warps out. The producer runs up to `STAGES`
-//!   k-tiles ahead, also across output tiles, so loads for the next tile overlap the epilogue.
+//!   memory, 48 KiB each, a [`TmaRing`](crate::gpu::ring::TmaRing): a `full` mbarrier per stage
+//!   counts the TMA bytes in; an `empty` mbarrier per stage counts the eight consumer warps out.
+//!   The producer runs up to `STAGES` k-tiles ahead, also across output tiles, so loads for the
+//!   next tile overlap the epilogue.
 //! - **Persistent**: the grid is one block per SM; block `b` takes output tiles `b, b + grid, …`
-//!   in grouped order ([`super::grouped_tile`]) for L2 reuse.
+//!   in grouped order ([`TileGrid`](crate::gpu::sched::TileGrid)) for L2 reuse.
+//! - **Built from shared blocks**: the kernel is hooks (TMA loads, `wgmma`s, drain, epilogue,
+//!   the K = 0 epilogue) on the warp-specialized driver `tc::ws` (sm_90a only), which owns the
+//!   ring, barriers, register split and persistent loop; the epilogue is
+//!   [`crate::tc::Epilogue`].
 //! - **Tails**: TMA fills out-of-range rows and k-columns with zeros, and the epilogue stores
 //!   only inside C, so any M, N, K works as long as the tensor maps can describe A and B
 //!   (global strides multiples of 16 bytes: K and, for row-major B, N multiples of 8). The host
@@ -38,7 +43,7 @@ pub const B_STAGE_BYTES: u32 = BN * BK * 2;
 pub const STAGE_BYTES: u32 = A_STAGE_BYTES + B_STAGE_BYTES;
 /// Dynamic shared bytes: the ring, the barriers, and up to 1 KiB to align the ring to the
 /// 1024-byte swizzle period.
-pub const SHARED_BYTES: usize = (STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024) as usize;
+pub const SHARED_BYTES: usize = crate::gpu::ring::TmaRing::bytes(STAGE_BYTES, STAGES);
 /// Registers per producer thread after `setmaxnreg.dec`.
 pub const PRODUCER_REGS: u32 = 40;
 /// Registers per consumer thread after `setmaxnreg.inc`: (168 · 384 − 40 · 128) / 256, rounded
@@ -84,9 +89,12 @@ pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 mod device {
     use super::*;
+    #[allow(unused_imports)] // for the docs
+    use crate::gpu::ring::TmaRing;
+    use crate::gpu::sched::TileGrid;
     use crate::gpu::{self, hopper, wgmma};
-    use crate::hgemm::{grouped_tile, OutBf16, OutF16, OutF32};
-    use crate::hgemm::{Epilogue, TcOut};
+    use crate::tc::ws::{self, WsKernel};
+    use crate::tc::{Epilogue, TcOut};
 
     /// The `wgmma` for one input type.
     pub trait Wgmma {
@@ -108,6 +116,119 @@ mod device {
         }
     }
 
+    /// The GEMM as hooks on the warp-specialized driver ([`ws::run`]).
+    struct WsGemm<W, O: TcOut, const TRANS_B: u32> {
+        /// A's tensor map (global memory).
+        map_a: *const u8,
+        /// B's tensor map.
+        map_b: *const u8,
+        epi: Epilogue<O>,
+        _w: core::marker::PhantomData<W>,
+    }
+
+    impl<W, O: TcOut, const TRANS_B: u32> WsGemm<W, O, TRANS_B> {
+        /// This thread's first accumulator row and column in tile `(tm, tn)` for consumer
+        /// `half` (the `wgmma` D layout: warp `w` of the warpgroup owns rows `16w..16w + 16`).
+        #[inline(always)]
+        fn origin(&self, (tm, tn): (u32, u32), half: u32) -> (u32, u32) {
+            let tid = gpu::thread_idx_x();
+            let (warp, lane) = ((tid / 32) % 4, tid % 32);
+            let (g, q) = (lane / 4, lane % 4);
+            (tm * BM + half * 64 + warp * 16 + g, tn * BN + 2 * q)
+        }
+    }
+
+    impl<W: Wgmma, O: TcOut, const TRANS_B: u32> WsKernel for WsGemm<W, O, TRANS_B> {
+        const STAGES: u32 = STAGES;
+        const STAGE_BYTES: u32 = STAGE_BYTES;
+        const CONSUMERS: u32 = 2;
+        type Acc = [f32; 128];
+        const ACC: [f32; 128] = [0f32; 128];
+
+        #[inline(always)]
+        unsafe fn prefetch(&self) {
+            hopper::prefetch_tensormap(self.map_a);
+            hopper::prefetch_tensormap(self.map_b);
+        }
+
+        #[inline(always)]
+        unsafe fn produce(&self, stage: u32, full: u32, (tm, tn): (u32, u32), kt: u32) {
+            let sa = stage; // (BM, BK), 128B-swizzled
+            let sb = stage + A_STAGE_BYTES; // (BN, BK) or, row-major B, four (BK, 64) boxes
+            let kx = (kt * BK) as i32;
+            hopper::tma_load_2d(sa, self.map_a, kx, (tm * BM) as i32, full);
+            if TRANS_B == 0 {
+                hopper::tma_load_2d(sb, self.map_b, kx, (tn * BN) as i32, full);
+            } else {
+                let mut j = 0;
+                while j < BN / 64 {
+                    let nx = (tn * BN + 64 * j) as i32;
+                    hopper::tma_load_2d(sb + j * BN_BOX.0 * BK * 2, self.map_b, nx, kx, full);
+                    j += 1;
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn consume(&self, acc: &mut [f32; 128], stage: u32, half: u32, kt: u32) {
+            // Consumer `half` takes rows 64·half .. 64·half + 64 of the tile.
+            let sa = stage + half * (64 * BK * 2); // (64, BK)
+            let sb = stage + A_STAGE_BYTES; // (BN, BK)
+            hopper::wgmma_fence();
+            let mut kk = 0;
+            while kk < BK / 16 {
+                // `sa` and `sb` are 1024-byte aligned ([`TmaRing::stage`]) and a k16 step moves
+                // 32 bytes inside the 128-byte row: `|` says it cannot carry, so each step is one
+                // `or` into the descriptor.
+                let da = hopper::matrix_descriptor(sa | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                let db = if TRANS_B == 0 {
+                    hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128)
+                } else {
+                    // N-major: 16 k-rows of 128 bytes per step; 64-column boxes 8 KiB apart.
+                    hopper::matrix_descriptor(
+                        sb + kk * 16 * 128,
+                        BN_BOX.0 * BK * 2,
+                        1024,
+                        hopper::Swizzle::B128,
+                    )
+                };
+                W::mma::<TRANS_B>(acc, da, db, (kt > 0 || kk > 0) as u32);
+                kk += 1;
+            }
+            hopper::wgmma_commit();
+            // Keep this k-tile's wgmma in flight; the previous one has finished reading its
+            // stage, which the driver gives back to the producer.
+            wgmma::wgmma_wait_128::<1>(acc);
+        }
+
+        #[inline(always)]
+        unsafe fn drain(&self, acc: &mut [f32; 128]) {
+            wgmma::wgmma_wait_128::<0>(acc);
+        }
+
+        #[inline(always)]
+        unsafe fn finish(&self, acc: &mut [f32; 128], tile: (u32, u32), half: u32) {
+            let (row, col0) = self.origin(tile, half);
+            // Fully unrolled: an indexed accumulator would move the array to local memory.
+            crate::unroll!(32, j, {
+                let col = col0 + 8 * j as u32;
+                let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+                self.epi.store_frag(row, col, d);
+            });
+        }
+
+        #[inline(always)]
+        unsafe fn finish_empty(&self, tile: (u32, u32), half: u32) {
+            // K = 0: C = β·C (+ bias) (ReLU). A loop, not unrolled: this path is cold.
+            let (row, col0) = self.origin(tile, half);
+            let mut j = 0;
+            while j < BN / 8 {
+                self.epi.store_frag(row, col0 + 8 * j, [0.0; 4]);
+                j += 1;
+            }
+        }
+    }
+
     /// The kernel. `maps`: the A tensor map at byte 0 and B's at byte 128, in global memory;
     /// `group`: tile rows per group of the tile order (≥ 1).
     /// `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K).
@@ -126,154 +247,22 @@ mod device {
         relu: u32,
         group: u32,
     ) {
-        let map_a = maps;
-        let map_b = maps.add(128);
-        let tid = gpu::thread_idx_x();
-        let base = gpu::dynamic_shared_base();
-        let ring = (base + 1023) & !1023;
-        let full = ring + STAGES * STAGE_BYTES;
-        let empty = full + STAGES * 8;
-        if tid == 0 {
-            hopper::prefetch_tensormap(map_a);
-            hopper::prefetch_tensormap(map_b);
-            let mut s = 0;
-            while s < STAGES {
-                hopper::mbarrier_init(full + 8 * s, 1);
-                hopper::mbarrier_init(empty + 8 * s, 8);
-                s += 1;
-            }
-            hopper::fence_barrier_init();
-        }
-        gpu::sync_threads();
-
-        let tiles_m = m.div_ceil(BM);
-        let tiles_n = n.div_ceil(BN);
-        let tiles = tiles_m * tiles_n;
-        let k_tiles = k.div_ceil(BK);
-        let wg = hopper::warpgroup_index();
-
-        if wg == 0 {
-            // Producer: one thread keeps the ring full; the warpgroup gives its registers to
-            // the consumers.
-            hopper::setmaxnreg_dec::<PRODUCER_REGS>();
-            if tid != 0 {
-                return;
-            }
-            let mut it = 0u32;
-            let mut t = gpu::block_idx_x();
-            while t < tiles {
-                let (tm, tn) = grouped_tile(t, tiles_m, tiles_n, group);
-                let mut kt = 0;
-                while kt < k_tiles {
-                    let s = it % STAGES;
-                    let phase = (it / STAGES) & 1;
-                    hopper::mbarrier_wait(empty + 8 * s, phase ^ 1);
-                    let fb = full + 8 * s;
-                    hopper::mbarrier_arrive_expect_tx(fb, STAGE_BYTES);
-                    let sa = ring + s * STAGE_BYTES;
-                    let sb = sa + A_STAGE_BYTES;
-                    let kx = (kt * BK) as i32;
-                    hopper::tma_load_2d(sa, map_a, kx, (tm * BM) as i32, fb);
-                    if TRANS_B == 0 {
-                        hopper::tma_load_2d(sb, map_b, kx, (tn * BN) as i32, fb);
-                    } else {
-                        let mut j = 0;
-                        while j < BN / 64 {
-                            let nx = (tn * BN + 64 * j) as i32;
-                            hopper::tma_load_2d(sb + j * BN_BOX.0 * BK * 2, map_b, nx, kx, fb);
-                            j += 1;
-                        }
-                    }
-                    it += 1;
-                    kt += 1;
-                }
-                t += gpu::grid_dim_x();
-            }
-            return;
-        }
-
-        // Consumers: warpgroup 1 takes rows 0..64 of the tile, warpgroup 2 rows 64..128.
-        hopper::setmaxnreg_inc::<CONSUMER_REGS>();
-        let half = wg - 1;
-        let warp = (tid / 32) % 4;
-        let lane = tid % 32;
-        let (g, q) = (lane / 4, lane % 4);
-        let epi = Epilogue::<O> {
-            c,
-            ldc,
-            m,
-            n,
-            alpha,
-            beta,
-            bias,
-            relu,
+        let gemm = WsGemm::<W, O, TRANS_B> {
+            map_a: maps,
+            map_b: maps.add(128),
+            epi: Epilogue {
+                c,
+                ldc,
+                m,
+                n,
+                alpha,
+                beta,
+                bias,
+                relu,
+            },
+            _w: core::marker::PhantomData,
         };
-        let mut acc = [0f32; 128];
-        let mut it = 0u32;
-        let mut t = gpu::block_idx_x();
-        while t < tiles {
-            let (tm, tn) = grouped_tile(t, tiles_m, tiles_n, group);
-            let row = tm * BM + half * 64 + warp * 16 + g;
-            let col0 = tn * BN + 2 * q;
-            if k_tiles == 0 {
-                // K = 0: C = β·C (+ bias) (ReLU).
-                let mut j = 0;
-                while j < BN / 8 {
-                    epi.store_pair(row, col0 + 8 * j, 0.0, 0.0);
-                    epi.store_pair(row + 8, col0 + 8 * j, 0.0, 0.0);
-                    j += 1;
-                }
-                t += gpu::grid_dim_x();
-                continue;
-            }
-            let mut kt = 0;
-            while kt < k_tiles {
-                let s = it % STAGES;
-                let phase = (it / STAGES) & 1;
-                hopper::mbarrier_wait(full + 8 * s, phase);
-                let sa = ring + s * STAGE_BYTES + half * (64 * BK * 2);
-                let sb = ring + s * STAGE_BYTES + A_STAGE_BYTES;
-                hopper::wgmma_fence();
-                let mut kk = 0;
-                while kk < BK / 16 {
-                    let da =
-                        hopper::matrix_descriptor(sa + kk * 32, 16, 1024, hopper::Swizzle::B128);
-                    let db = if TRANS_B == 0 {
-                        hopper::matrix_descriptor(sb + kk * 32, 16, 1024, hopper::Swizzle::B128)
-                    } else {
-                        // N-major: 16 k-rows of 128 bytes per step; 64-column boxes 8 KiB apart.
-                        hopper::matrix_descriptor(
-                            sb + kk * 16 * 128,
-                            BN_BOX.0 * BK * 2,
-                            1024,
-                            hopper::Swizzle::B128,
-                        )
-                    };
-                    W::mma::<TRANS_B>(&mut acc, da, db, (kt > 0 || kk > 0) as u32);
-                    kk += 1;
-                }
-                hopper::wgmma_commit();
-                // Keep this k-tile's wgmma in flight; the previous one has finished reading
-                // its stage, which goes back to the producer.
-                wgmma::wgmma_wait_128::<1>(&mut acc);
-                if kt > 0 && lane == 0 {
-                    let prev = (it + STAGES - 1) % STAGES;
-                    hopper::mbarrier_arrive(empty + 8 * prev);
-                }
-                it += 1;
-                kt += 1;
-            }
-            wgmma::wgmma_wait_128::<0>(&mut acc);
-            if lane == 0 {
-                hopper::mbarrier_arrive(empty + 8 * ((it + STAGES - 1) % STAGES));
-            }
-            // Fully unrolled: an indexed accumulator would move the array to local memory.
-            crate::unroll!(32, j, {
-                let col = col0 + 8 * j as u32;
-                epi.store_pair(row, col, acc[4 * j], acc[4 * j + 1]);
-                epi.store_pair(row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
-            });
-            t += gpu::grid_dim_x();
-        }
+        let grid = TileGrid::new(m, n, BM, BN, group);
+        ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
     }
 }

@@ -1,0 +1,163 @@
+//! Output-tile schedules, compiled for the host and the device alike: the host sizes the grid
+//! with the same `const fn`s the kernel walks its tiles with, so the two cannot drift
+//! (FlashAttention-3's `tile_scheduler.hpp` pairs `grid()` with `first()/next()` the same way).
+//!
+//! - [`TileGrid`]: `tiles_m × tiles_n` output tiles in grouped order ([`grouped_tile`]);
+//! - persistent launch: [`persistent_grid`] blocks (at most one per SM), block `b` takes tiles
+//!   `b, b + grid, …` ([`TileGrid::persistent`]);
+//! - one block per tile: a `(tiles_n, tiles_m)` grid ([`TileGrid::grid_2d`]), each block's tile
+//!   from its indices ([`block_tile`]).
+//!
+//! Plain integer arithmetic only (no inline asm): the caller passes block and grid indices.
+
+/// Output tile `t` (of `tiles_m × tiles_n`) in grouped order: consecutive tiles walk down a
+/// band of `group` (≥ 1) tile rows before moving right, so the blocks in flight share A rows and
+/// B columns in L2; `group` = 1 is row-major order. Returns `(tile_row, tile_col)`.
+#[inline(always)]
+pub const fn grouped_tile(t: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
+    let per_group = group * tiles_n;
+    let first = (t / per_group) * group;
+    let left = tiles_m - first;
+    let rows = if left < group { left } else { group };
+    let r = t % per_group;
+    (first + r % rows, r / rows)
+}
+
+/// Blocks of a persistent launch over `tiles` tiles: one per SM, fewer if there are fewer
+/// tiles, never zero.
+#[inline(always)]
+pub const fn persistent_grid(tiles: u32, sm_count: u32) -> u32 {
+    let g = if tiles < sm_count { tiles } else { sm_count };
+    if g == 0 {
+        1
+    } else {
+        g
+    }
+}
+
+/// The tile of block `(bx, by)` in a one-block-per-tile launch of `(gx, gy)` = `(tiles_n,
+/// tiles_m)` blocks: `group` = 0 maps block `(x, y)` to tile `(y, x)`; otherwise the blocks in
+/// launch order take the tiles in grouped order ([`grouped_tile`]). Returns `(tile_row,
+/// tile_col)`.
+#[inline(always)]
+pub const fn block_tile(bx: u32, by: u32, gx: u32, gy: u32, group: u32) -> (u32, u32) {
+    if group == 0 {
+        (by, bx)
+    } else {
+        grouped_tile(by * gx + bx, gy, gx, group)
+    }
+}
+
+/// `tiles_m × tiles_n` output tiles, walked in grouped order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileGrid {
+    /// Tile rows.
+    pub tiles_m: u32,
+    /// Tile columns.
+    pub tiles_n: u32,
+    /// Tile rows per band of the grouped order (≥ 1).
+    pub group: u32,
+}
+
+impl TileGrid {
+    /// The tiles of an `m × n` output in `bm × bn` tiles (partial edge tiles count).
+    #[inline(always)]
+    pub const fn new(m: u32, n: u32, bm: u32, bn: u32, group: u32) -> Self {
+        Self {
+            tiles_m: m.div_ceil(bm),
+            tiles_n: n.div_ceil(bn),
+            group,
+        }
+    }
+
+    /// Number of tiles.
+    #[inline(always)]
+    pub const fn tiles(&self) -> u32 {
+        self.tiles_m * self.tiles_n
+    }
+
+    /// `(tile_row, tile_col)` of the `t`-th tile.
+    #[inline(always)]
+    pub const fn tile(&self, t: u32) -> (u32, u32) {
+        grouped_tile(t, self.tiles_m, self.tiles_n, self.group)
+    }
+
+    /// Blocks of the persistent launch on `sm_count` SMs.
+    #[inline(always)]
+    pub const fn persistent_grid(&self, sm_count: u32) -> u32 {
+        persistent_grid(self.tiles(), sm_count)
+    }
+
+    /// The grid of the one-block-per-tile launch: `(tiles_n, tiles_m)`.
+    #[inline(always)]
+    pub const fn grid_2d(&self) -> (u32, u32) {
+        (self.tiles_n, self.tiles_m)
+    }
+
+    /// The tiles (linear indices, for [`TileGrid::tile`]) that block `block` of a persistent
+    /// launch of `grid` blocks takes: `block, block + grid, …`.
+    #[inline(always)]
+    pub const fn persistent(&self, block: u32, grid: u32) -> Persistent {
+        Persistent {
+            next: block,
+            stride: grid,
+            end: self.tiles(),
+        }
+    }
+}
+
+/// A block's walk over the tiles of a persistent launch ([`TileGrid::persistent`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Persistent {
+    next: u32,
+    stride: u32,
+    end: u32,
+}
+
+impl Iterator for Persistent {
+    type Item = u32;
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        if self.next < self.end {
+            let t = self.next;
+            self.next += self.stride;
+            Some(t)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_order_visits_every_tile_once() {
+        for (tm, tn, g) in [(1, 1, 1), (5, 3, 2), (7, 9, 4), (16, 16, 16), (3, 17, 8)] {
+            let grid = TileGrid {
+                tiles_m: tm,
+                tiles_n: tn,
+                group: g,
+            };
+            let mut seen = [[false; 32]; 32];
+            for t in grid.persistent(0, 1) {
+                let (r, c) = grid.tile(t);
+                assert!(r < tm && c < tn && !seen[r as usize][c as usize]);
+                seen[r as usize][c as usize] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn persistent_blocks_split_the_tiles() {
+        let grid = TileGrid::new(1000, 1000, 128, 256, 16);
+        let blocks = grid.persistent_grid(132);
+        assert_eq!(blocks, 132.min(grid.tiles()));
+        let total: usize = (0..blocks)
+            .map(|b| grid.persistent(b, blocks).count())
+            .sum();
+        assert_eq!(total as u32, grid.tiles());
+        assert_eq!(persistent_grid(0, 132), 1);
+    }
+}

@@ -1,0 +1,145 @@
+//! The warp-specialized producer/consumer driver (sm_90a), ThunderKittens' `lcf` in Rust.
+//!
+//! Warpgroup 0 is the producer: it gives registers away (`setmaxnreg.dec`) and one of its threads
+//! keeps a [`TmaRing`] full, running up to `STAGES` k-tiles ahead, across output tiles too, so the
+//! next tile's loads overlap this tile's epilogue. Warpgroups `1..=CONSUMERS` are the consumers:
+//! they take the registers (`setmaxnreg.inc`), wait for each stage, compute on it and give it
+//! back. Both walk the same persistent tile schedule ([`TileGrid::persistent`]).
+//!
+//! The driver owns the ring, the barrier set-up, the register split and the loops; a kernel is a
+//! [`WsKernel`]: what a stage holds (`produce`), what is computed on it (`consume`), how the
+//! in-flight work retires (`drain`) and how a tile leaves (`finish`, `finish_empty`).
+//!
+//! Release protocol: `consume(kt)` may leave its reads of stage `kt` in flight (asynchronous
+//! `wgmma`), but must have retired those of stage `kt − 1`; the driver then releases stage
+//! `kt − 1`. After a tile's last k-tile, `drain` retires everything and the driver releases the
+//! last stage before `finish`, so the producer can refill it during the epilogue.
+
+use crate::gpu::ring::{RingCursor, TmaRing};
+use crate::gpu::sched::TileGrid;
+use crate::gpu::{self, hopper};
+
+/// A warp-specialized kernel's hooks. Hooks run on every thread of a consumer warpgroup (the
+/// consumer hooks) or on the producer's one thread (`produce`, `prefetch`).
+pub trait WsKernel {
+    /// Ring depth (a power of two).
+    const STAGES: u32;
+    /// Bytes one stage holds (all of it arrives by TMA: the `full` barrier counts them).
+    const STAGE_BYTES: u32;
+    /// Consumer warpgroups.
+    const CONSUMERS: u32;
+    /// A consumer thread's state across k-tiles (its accumulators).
+    type Acc;
+    /// The state before the first tile.
+    const ACC: Self::Acc;
+
+    /// Producer thread, once before the ring exists (e.g. prefetch tensor maps).
+    ///
+    /// # Safety
+    /// Called by thread 0 only.
+    unsafe fn prefetch(&self) {}
+
+    /// Producer thread: issue the TMA loads of k-tile `kt` of output tile `tile` into the slot
+    /// at `stage`, completing `full` with exactly `STAGE_BYTES`.
+    ///
+    /// # Safety
+    /// The slot is free; `full` expects the bytes.
+    unsafe fn produce(&self, stage: u32, full: u32, tile: (u32, u32), kt: u32);
+
+    /// Consumer `consumer` (0-based): compute k-tile `kt` of the current tile from the slot at
+    /// `stage`; retire the reads of stage `kt − 1` before returning.
+    ///
+    /// # Safety
+    /// The slot is full.
+    unsafe fn consume(&self, acc: &mut Self::Acc, stage: u32, consumer: u32, kt: u32);
+
+    /// Consumer: retire every read still in flight (the tile's last stage).
+    ///
+    /// # Safety
+    /// After the tile's last `consume`.
+    unsafe fn drain(&self, acc: &mut Self::Acc);
+
+    /// Consumer: write the tile out.
+    ///
+    /// # Safety
+    /// After `drain`.
+    unsafe fn finish(&self, acc: &mut Self::Acc, tile: (u32, u32), consumer: u32);
+
+    /// Consumer: write out a tile with no k-tiles (K = 0).
+    ///
+    /// # Safety
+    /// Called instead of the k-loop when K = 0.
+    unsafe fn finish_empty(&self, tile: (u32, u32), consumer: u32);
+}
+
+/// Runs kernel `k` over `grid`'s tiles, `k_tiles` k-tiles each, persistent over the launch's
+/// blocks. The launch has `128 · (1 + CONSUMERS)` threads and [`TmaRing::bytes`] of dynamic
+/// shared memory; `PRODUCER_REGS`/`CONSUMER_REGS` are the per-thread registers after the split
+/// (multiples of 8, within the launch's allocation).
+///
+/// # Safety
+/// As the hooks require; the grid is at most [`TileGrid::tiles`] blocks.
+#[inline(always)]
+pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32>(
+    k: &K,
+    grid: TileGrid,
+    k_tiles: u32,
+) {
+    let tid = gpu::thread_idx_x();
+    let ring = TmaRing::carve(gpu::dynamic_shared_base(), K::STAGE_BYTES, K::STAGES);
+    if tid == 0 {
+        k.prefetch();
+        ring.init(4 * K::CONSUMERS);
+    }
+    gpu::sync_threads();
+
+    let wg = hopper::warpgroup_index();
+    if wg == 0 {
+        // Producer: one thread keeps the ring full; the warpgroup gives its registers away.
+        hopper::setmaxnreg_dec::<PRODUCER_REGS>();
+        if tid != 0 {
+            return;
+        }
+        let mut c = RingCursor::default();
+        for t in grid.persistent(gpu::block_idx_x(), gpu::grid_dim_x()) {
+            let tile = grid.tile(t);
+            let mut kt = 0;
+            while kt < k_tiles {
+                let full = ring.produce(c, K::STAGE_BYTES);
+                k.produce(ring.stage(c), full, tile, kt);
+                c.advance();
+                kt += 1;
+            }
+        }
+        return;
+    }
+
+    hopper::setmaxnreg_inc::<CONSUMER_REGS>();
+    let consumer = wg - 1;
+    let lane = tid % 32;
+    let mut acc = K::ACC;
+    let mut c = RingCursor::default();
+    for t in grid.persistent(gpu::block_idx_x(), gpu::grid_dim_x()) {
+        let tile = grid.tile(t);
+        if k_tiles == 0 {
+            k.finish_empty(tile, consumer);
+            continue;
+        }
+        let mut kt = 0;
+        while kt < k_tiles {
+            ring.wait_full(c);
+            k.consume(&mut acc, ring.stage(c), consumer, kt);
+            // `consume` retired stage kt − 1: one arrival per warp gives it back.
+            if kt > 0 && lane == 0 {
+                ring.release_prev(c);
+            }
+            c.advance();
+            kt += 1;
+        }
+        k.drain(&mut acc);
+        if lane == 0 {
+            ring.release_prev(c);
+        }
+        k.finish(&mut acc, tile, consumer);
+    }
+}
