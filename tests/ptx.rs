@@ -98,7 +98,7 @@ fn no_aligned_barriers_and_no_unresolved_calls() {
         for (i, line) in flavour.text().lines().enumerate() {
             let l = line.trim_start();
             // `bar.sync` (and `barrier.sync.aligned`) are undefined if LLVM duplicates them into
-            // divergent branches; rustile's barrier is `barrier.sync` (DESIGN.md).
+            // divergent branches; rustile's barrier is `barrier.sync` (notes/architecture.md).
             assert!(
                 !l.starts_with("bar.sync") && !l.starts_with("barrier.sync.aligned"),
                 "{} line {}: aligned barrier `{l}`",

@@ -30,8 +30,7 @@ impl DType {
     }
 }
 
-/// The device type each [`DType`] is moved as, named like the `DType` variant (for
-/// [`ptx_kernels!`](crate::ptx_kernels)).
+/// The device type each [`DType`] is moved as, named like the `DType` variant.
 pub mod elem {
     /// `DType::F32` on the device.
     pub type F32 = f32;

@@ -5,7 +5,7 @@
 //! reference (`tests/gpu.rs`). Every shared-memory operand is a 32-bit shared-window address,
 //! as in the rest of [`gpu`](super).
 //!
-//! Facts these rely on (PTX ISA 8.0, verified on the H200, `DESIGN.md`):
+//! Facts these rely on (PTX ISA 8.0, verified on the H200, `notes/architecture.md`):
 //! - a TMA load reads its tensor map from global memory (a by-value `.param` tensor map cannot
 //!   be passed from Rust today), and signals completion as transaction bytes on an `mbarrier`;
 //! - `wgmma` reads A and B from shared memory through 64-bit matrix descriptors; after ordinary

@@ -3,7 +3,7 @@
 //! simulator (every other target: each primitive calls the simulated thread of
 //! [`host::SimThread`], which checks, records and performs it).
 //!
-//! Three codegen facts, measured on an H200 (see `DESIGN.md`), shape the PTX side:
+//! Three codegen facts, measured on an H200 (`notes/architecture.md`), shape the PTX side:
 //! - shared memory is addressed with explicit `ld.shared`/`st.shared` on 32-bit shared-window
 //!   addresses ([`Tile`], [`Elem::ld_shared`]); generic pointers into shared memory cost
 //!   up to 2×;

@@ -523,10 +523,11 @@ crate::entry_points! {
 }
 
 /// A tuning configuration of [`mma_pipeline_cfg`], instantiated for f16 in and out only (both B
-/// layouts): the host runs it in place of the default when `RUSTILE_HGEMM_PIPELINE` names it,
-/// so one GPU session can compare several against cuBLAS without rebuilding.
+/// layouts): the host runs it in place of the default when `rustile hgemm bench --pipeline NAME`
+/// (or `hgemm::Options::tuning`) names it, so one GPU session can compare several against
+/// cuBLAS without rebuilding.
 pub struct Tuning {
-    /// Name (`RUSTILE_HGEMM_PIPELINE=name`), also the symbols' infix.
+    /// Name (`--pipeline NAME`), also the symbols' infix.
     pub name: &'static str,
     /// Rows of A per block.
     pub bm: u32,
