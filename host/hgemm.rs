@@ -398,6 +398,28 @@ impl Problem {
         Ok(())
     }
 
+    /// Checks buffer lengths (elements) against the shape: A, B, C hold [`Problem::lens`], the
+    /// bias (if any) `n`.
+    pub fn check_lens(&self, a: usize, b: usize, c: usize, bias: Option<usize>) -> Result<()> {
+        let [la, lb, lc] = self.lens();
+        let bias = bias.map(|got| ("bias", got, self.n));
+        for (name, got, need) in [("a", a, la), ("b", b, lb), ("c", c, lc)]
+            .into_iter()
+            .chain(bias)
+        {
+            if got < need {
+                return Err(Error::BufferLength {
+                    kernel: format!("hgemm {}", self.shape()),
+                    buffer: name,
+                    got,
+                    need,
+                    shape: self.shape(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether TMA can describe A and B (base addresses and pitches 16-byte aligned).
     pub fn tma_ok(&self, addrs: [u64; 2]) -> bool {
         addrs.iter().all(|a| a.is_multiple_of(16))
@@ -413,12 +435,12 @@ impl Problem {
     }
 }
 
-/// The output buffer: bits of the input type, or f32.
+/// The output buffer: bits of the input type, or f32 (a slice or a view: `Out::Half(&mut c)`).
 pub enum Out<'a> {
     /// f16/bf16 bits.
-    Half(&'a mut CudaSlice<u16>),
+    Half(&'a mut dyn DevicePtrMut<u16>),
     /// f32.
-    F32(&'a mut CudaSlice<f32>),
+    F32(&'a mut dyn DevicePtrMut<f32>),
 }
 
 impl Out<'_> {
@@ -591,7 +613,7 @@ pub fn prepare(
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
     c: &Out<'_>,
-    bias: Option<&CudaSlice<f32>>,
+    bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
     prepare_tuned(gpu, variant, pipeline_tuning()?, p, a, b, c, bias)
 }
@@ -606,7 +628,7 @@ pub fn prepare_tuned(
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
     c: &Out<'_>,
-    bias: Option<&CudaSlice<f32>>,
+    bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
     p.check()?;
     let kernel = format!("hgemm {}", p.shape());
@@ -617,29 +639,7 @@ pub fn prepare_tuned(
             p.out
         )));
     }
-    let [la, lb, lc] = p.lens();
-    for (name, got, need) in [("a", a.len(), la), ("b", b.len(), lb), ("c", c.len(), lc)] {
-        if got < need {
-            return Err(Error::BufferLength {
-                kernel: kernel.clone(),
-                buffer: name,
-                got,
-                need,
-                shape: p.shape(),
-            });
-        }
-    }
-    if let Some(bias) = bias {
-        if bias.len() < p.n {
-            return Err(Error::BufferLength {
-                kernel: kernel.clone(),
-                buffer: "bias",
-                got: bias.len(),
-                need: p.n,
-                shape: p.shape(),
-            });
-        }
-    }
+    p.check_lens(a.len(), b.len(), c.len(), bias.map(|x| x.len()))?;
     let stream = gpu.stream();
     let addrs = [a.device_ptr(stream).0, b.device_ptr(stream).0];
     let variant = variant.unwrap_or_else(|| Variant::select(gpu, p, addrs));
@@ -756,7 +756,7 @@ impl Prepared {
         a: &impl DevicePtr<u16>,
         b: &impl DevicePtr<u16>,
         c: &mut Out<'_>,
-        bias: Option<&CudaSlice<f32>>,
+        bias: Option<&dyn DevicePtr<f32>>,
     ) -> Result<()> {
         let p = &self.problem;
         let (m, n, k) = (p.m as u32, p.n as u32, p.k as u32);
@@ -822,7 +822,7 @@ pub fn run(
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
     c: &mut Out<'_>,
-    bias: Option<&CudaSlice<f32>>,
+    bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Variant> {
     let prep = prepare(gpu, variant, p, a, b, c, bias)?;
     prep.launch(gpu.stream(), a, b, c, bias)?;
@@ -1080,7 +1080,7 @@ pub fn validate(
                 &a,
                 &b,
                 &mut Out::Half(&mut c),
-                bias.as_ref(),
+                bias.as_ref().map(|b| b as &dyn DevicePtr<f32>),
             )?;
             let bits = gpu.download(&c, "hgemm C")?;
             (bits.iter().map(|&h| p.ty.widen(h)).collect(), used)
@@ -1095,7 +1095,7 @@ pub fn validate(
                 &a,
                 &b,
                 &mut Out::F32(&mut c),
-                bias.as_ref(),
+                bias.as_ref().map(|b| b as &dyn DevicePtr<f32>),
             )?;
             (gpu.download(&c, "hgemm C")?, used)
         }

@@ -14,6 +14,7 @@
 //! The kernels' own constants (block shapes, tile sizes, shared bytes, symbols) come from
 //! [`rustile_kernels`], compiled for the host, so a launch cannot drift from its kernel.
 
+pub mod api;
 pub mod backend;
 pub mod bench;
 pub mod check;
@@ -37,6 +38,7 @@ pub mod sim;
 pub mod strided;
 pub mod suite;
 pub mod transpose;
+pub mod vendor;
 
 pub use backend::{Backend, Buf};
 pub use elem::DeviceElem;
@@ -44,3 +46,14 @@ pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
 pub use problem::Problem;
 pub use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
+
+pub use api::{HgemmOptions, Launched, TcElem, TcOut};
+/// The cudarc rustile is built on (0.19, driver + cuBLAS): use it through this re-export, so
+/// there is no second copy of it to keep at the same version and features.
+pub use cudarc;
+pub use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
+    DeviceSlice, DriverError,
+};
+/// The `half` crate whose `f16` / `bf16` rustile's kernels take.
+pub use half;
