@@ -1154,7 +1154,7 @@ pub fn bench(
     )
 }
 
-/// [`bench`] with `mma_pipeline`'s configuration given (`None`: the default one).
+/// [`bench()`] with `mma_pipeline`'s configuration given (`None`: the default one).
 pub fn bench_tuned(
     gpu: &Gpu,
     blas: &CudaBlas,
