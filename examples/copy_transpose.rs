@@ -7,6 +7,9 @@
 use rustile::half::f16;
 use rustile::{api, Gpu};
 
+mod common;
+use common::Lcg;
+
 fn main() -> rustile::Result<()> {
     let gpu = Gpu::new(0).inspect_err(|e| eprintln!("copy_transpose example: {e}"))?;
     let mut rng = Lcg(3);
@@ -73,19 +76,5 @@ fn same<T: Copy + PartialEq + std::fmt::Debug>(
             shape: format!("{} elements", want.len()),
             detail: format!("first difference at {at:?}"),
         }),
-    }
-}
-
-/// A small deterministic generator (so the example needs no other crate).
-struct Lcg(u64);
-
-impl Lcg {
-    /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 }
