@@ -31,7 +31,7 @@ impl DType {
 }
 
 /// The device type each [`DType`] is moved as, named like the `DType` variant (for
-/// [`ptx_kernels!`](crate::ptx_kernels)).
+/// [`entry_points!`](crate::entry_points)).
 pub mod elem {
     /// `DType::F32` on the device.
     pub type F32 = f32;
