@@ -6,7 +6,12 @@ use cudarc::driver::DriverError;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong, as values.
+///
+/// `#[non_exhaustive]`: new variants are not breaking changes, so a `match` outside rustile
+/// needs a `_` arm. Every variant can still be built outside the crate (its fields are public);
+/// [`Error::driver`] wraps a [`DriverError`] from the caller's own CUDA calls.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The CUDA driver library (`libcuda.so.1`) could not be opened.
     #[error(
@@ -145,6 +150,14 @@ pub enum Error {
         /// What happened, with addresses.
         what: String,
     },
+    /// A vendor library (cuBLAS) could not be loaded or failed to create its handle.
+    #[error("{library}: {what}")]
+    Library {
+        /// Library name (`cuBLAS`).
+        library: &'static str,
+        /// What went wrong, with the names searched or the library's error.
+        what: String,
+    },
     /// A transfer pipeline's configuration cannot work (no streams, more streams than chunks,
     /// a chunk that does not fit the device).
     #[error("pipeline: {what}")]
@@ -164,6 +177,23 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// [`Error::Driver`]: a CUDA driver call failed `during` what the caller names (for a
+    /// caller's own cudarc calls next to rustile's, so one error type covers both).
+    pub fn driver(during: impl Into<String>, source: DriverError) -> Self {
+        Error::Driver {
+            during: during.into(),
+            source,
+        }
+    }
+
+    /// Whether this is a "no GPU here" error ([`Error::NoDriver`] or [`Error::NoDevice`]): what
+    /// a program that can fall back to the CPU checks for.
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(self, Error::NoDriver | Error::NoDevice(_))
+    }
 }
 
 /// Attaches context to a driver error.

@@ -77,6 +77,35 @@ impl Gpu {
         Self::open(ordinal, Some(ptx))
     }
 
+    /// rustile on the caller's stream (and so its context and device): every launch, upload
+    /// and synchronisation of this handle is ordered on `stream`, after the caller's earlier
+    /// work there. The PTX flavour is the one for the stream's device (sm_90a PTX on compute
+    /// capability 9.0, sm_80 PTX elsewhere from 8.0), loaded kernel by kernel on first use
+    /// into the stream's context.
+    ///
+    /// Errors: [`Error::UnsupportedComputeCapability`] below 8.0, [`Error::Driver`] when the
+    /// device cannot be queried.
+    ///
+    /// ```no_run
+    /// # fn main() -> rustile::Result<()> {
+    /// use rustile::{CudaContext, Gpu};
+    /// let ctx = CudaContext::new(0).map_err(|e| rustile::Error::driver("opening device 0", e))?;
+    /// let stream = ctx.new_stream().map_err(|e| rustile::Error::driver("a stream", e))?;
+    /// let gpu = Gpu::from_stream(stream.clone())?; // rustile's work now runs on `stream`
+    /// # Ok(()) }
+    /// ```
+    pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        let ctx = stream.context().clone();
+        Self::on(ctx, stream, None)
+    }
+
+    /// rustile on the caller's context, ordered on its default stream: as
+    /// [`Gpu::from_stream`]`(ctx.default_stream())`.
+    pub fn from_context(ctx: Arc<CudaContext>) -> Result<Self> {
+        let stream = ctx.default_stream();
+        Self::on(ctx, stream, None)
+    }
+
     fn open(ordinal: usize, ptx_override: Option<&'static str>) -> Result<Self> {
         // SAFETY: only probes whether the shared library can be opened.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -93,7 +122,18 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal)
             .during(|| format!("creating a context on device {ordinal}"))?;
-        let info = query_info(&ctx, ordinal)?;
+        let stream = ctx.default_stream();
+        Self::on(ctx, stream, ptx_override)
+    }
+
+    /// The handle over `ctx` and `stream` (a stream of `ctx`), with the PTX flavour for the
+    /// context's device.
+    fn on(
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        ptx_override: Option<&'static str>,
+    ) -> Result<Self> {
+        let info = query_info(&ctx, ctx.ordinal())?;
         let (major, minor) = info.compute_capability;
         let flavour = Flavour::for_compute_capability(major, minor).ok_or_else(|| {
             Error::UnsupportedComputeCapability {
@@ -103,7 +143,6 @@ impl Gpu {
             }
         })?;
         let ptx_text = ptx_override.unwrap_or(flavour.text());
-        let stream = ctx.default_stream();
         Ok(Self {
             ctx,
             stream,

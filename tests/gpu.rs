@@ -208,7 +208,7 @@ fn tensor_core_primitives_match_the_simulator_bit_for_bit() {
 fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
     use rustile::gemm::{self, GemmProblem, Scratch};
     let gpu = gpu();
-    let blas = cudarc::cublas::CudaBlas::new(gpu.stream().clone()).unwrap();
+    let blas = rustile::vendor::cublas(gpu.stream()).unwrap();
     let mut rng = SmallRng::seed_from_u64(fresh_seed());
     let shapes = [
         GemmProblem::new(1000, 1000, 1000),

@@ -30,7 +30,8 @@ impl DType {
     }
 }
 
-/// The device type each [`DType`] is moved as, named like the `DType` variant.
+/// The device type each [`DType`] is moved as, named like the `DType` variant (for
+/// [`entry_points!`](crate::entry_points)).
 pub mod elem {
     /// `DType::F32` on the device.
     pub type F32 = f32;

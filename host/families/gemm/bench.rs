@@ -114,8 +114,7 @@ pub fn bench(
         * 2.0
         * info.sm_clock_khz as f64
         * 1e3;
-    let blas =
-        CudaBlas::new(gpu.stream().clone()).map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    let blas = crate::vendor::cublas(gpu.stream())?;
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut rows = Vec::new();
     for p in problems {

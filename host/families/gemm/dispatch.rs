@@ -1,9 +1,12 @@
 //! The dispatcher: which variant runs, padding scratch, split-K, the NT pipeline.
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, PushKernelArg,
+};
 use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
 use rustile_kernels::registry::{DType, KernelInfo};
 
+use crate::api::range::Range;
 use crate::check::{self, BufArg};
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
@@ -35,7 +38,7 @@ pub struct Scratch {
 
 fn pad_into(
     gpu: &Gpu,
-    src: &CudaSlice<f32>,
+    src: Range<'_, f32>,
     rows: usize,
     cols: usize,
     ld_src: usize,
@@ -55,8 +58,9 @@ fn pad_into(
         shared_mem_bytes: 0,
     };
     let (rows32, cols32, lds, ldd) = (rows as u32, cols as u32, ld_src as u32, ld_dst as u32);
+    let src = src.ptr();
     let mut args = gpu.stream().launch_builder(&f);
-    args.arg(src)
+    args.arg(&src)
         .arg(dst)
         .arg(&rows32)
         .arg(&cols32)
@@ -91,9 +95,9 @@ fn launch_split_k(
     kernel: &KernelInfo,
     symbol: &str,
     p: &GemmProblem,
-    a: &CudaSlice<f32>,
-    b: &CudaSlice<f32>,
-    c: &mut CudaSlice<f32>,
+    a: Range<'_, f32>,
+    b: Range<'_, f32>,
+    c: Range<'_, f32>,
     splits: u32,
     ws: &mut Option<CudaSlice<f32>>,
 ) -> Result<()> {
@@ -140,9 +144,10 @@ fn launch_split_k(
     }
     cfg.grid_dim.2 = splits;
     let (m, n, k, lda, ldb, ldw, one, zero) = part.scalars();
+    let (pa, pb) = (a.ptr(), b.ptr());
     let mut args = gpu.stream().launch_builder(&f);
-    args.arg(a)
-        .arg(b)
+    args.arg(&pa)
+        .arg(&pb)
         .arg(&mut *w)
         .arg(&m)
         .arg(&n)
@@ -167,9 +172,10 @@ fn launch_split_k(
         shared_mem_bytes: 0,
     };
     let (ldc, alpha, beta) = (p.ldc as u32, p.alpha, p.beta);
+    let pc = c.ptr();
     let mut args = gpu.stream().launch_builder(&r);
     args.arg(&*w)
-        .arg(c)
+        .arg(&pc)
         .arg(&m)
         .arg(&n)
         .arg(&ldc)
@@ -187,16 +193,18 @@ fn launch_split_k(
 /// cuBLAS at 4096³–8192³, transpose included). Otherwise it pads A and/or B into scratch
 /// buffers when their rows are not 16-byte multiples (two memory-bound passes), then runs
 /// [`dispatch()`]'s variant — or, when even 128×64 tiles cannot fill the GPU, the warp tile split
-/// over K ([`split_k_slices`]) plus a reduction. Returns the name of what ran. Asynchronous.
+/// over K ([`split_k_slices`]) plus a reduction. Takes slices or views; returns the name of
+/// what ran. Asynchronous.
 pub fn run(
     gpu: &Gpu,
     p: &GemmProblem,
-    a: &CudaSlice<f32>,
-    b: &CudaSlice<f32>,
-    c: &mut CudaSlice<f32>,
+    a: &impl DevicePtr<f32>,
+    b: &impl DevicePtr<f32>,
+    c: &mut impl DevicePtrMut<f32>,
     scratch: &mut Scratch,
 ) -> Result<&'static str> {
     let sm_count = gpu.info().sm_count;
+    let stream = gpu.stream();
     let kernel = dispatch(p, sm_count);
     // Check the caller's buffers against the caller's problem before reading them.
     p.check(
@@ -217,16 +225,27 @@ pub fn run(
             addr: 0,
         },
     )?;
+    // One pointer per caller buffer, its stream-order guard held until every step below is
+    // enqueued; the steps take `Range`s of it.
+    let (lens_a, lens_b, lens_c) = (a.len(), b.len(), c.len());
+    let (pa, _guard_a) = a.device_ptr(stream);
+    let (pb, _guard_b) = b.device_ptr(stream);
+    let (pc, _guard_c) = c.device_ptr_mut(stream);
+    let (a, b) = (
+        Range::new(pa, lens_a, stream),
+        Range::new(pb, lens_b, stream),
+    );
+    let mut c = Range::new(pc, lens_c, stream);
     let q = if p.k == 0 { *p } else { p.aligned() };
-    let a_src: &CudaSlice<f32> = if q.lda != p.lda {
+    let a_src = if q.lda != p.lda {
         pad_into(gpu, a, p.m, p.k, p.lda, q.lda, &mut scratch.a)?;
-        scratch.a.as_ref().expect("padded")
+        range_of(scratch.a.as_ref().expect("padded"), stream)
     } else {
         a
     };
-    let b_src: &CudaSlice<f32> = if q.ldb != p.ldb {
+    let b_src = if q.ldb != p.ldb {
         pad_into(gpu, b, p.k, p.n, p.ldb, q.ldb, &mut scratch.b)?;
-        scratch.b.as_ref().expect("padded")
+        range_of(scratch.b.as_ref().expect("padded"), stream)
     } else {
         b
     };
@@ -249,7 +268,7 @@ pub fn run(
         1
     };
     if nt_eligible && nt_splits > 1 {
-        let a_t = transpose_a(gpu, p, a, &mut scratch.a_t)?;
+        let a_t = range_of(transpose_a(gpu, p, a, &mut scratch.a_t)?, stream);
         let nt = GemmProblem { lda: p.m, ..*p };
         let symbol = v11_nt_pipeline::split_k::SYMBOLS[0].symbol;
         launch_split_k(
@@ -266,9 +285,9 @@ pub fn run(
         return Ok("nt_split_k");
     }
     if nt_eligible && tiles >= sm_count as usize {
-        let a_t = transpose_a(gpu, p, a, &mut scratch.a_t)?;
+        let a_t = range_of(transpose_a(gpu, p, a, &mut scratch.a_t)?, stream);
         let nt = GemmProblem { lda: p.m, ..*p };
-        launch(gpu, &v11_nt_pipeline::INFO, &nt, a_t, b, c)?;
+        launch(gpu, &v11_nt_pipeline::INFO, &nt, &a_t, &b, &mut c)?;
         return Ok(v11_nt_pipeline::INFO.name);
     }
     let splits = split_k_slices(&q, sm_count);
@@ -287,8 +306,14 @@ pub fn run(
         )?;
         return Ok("split_k");
     }
-    launch(gpu, kernel, &q, a_src, b_src, c)?;
+    launch(gpu, kernel, &q, &a_src, &b_src, &mut c)?;
     Ok(kernel.name)
+}
+
+/// A range over rustile's own scratch buffer (allocated and used on `gpu`'s stream only, so
+/// stream order alone orders its accesses).
+fn range_of<'a>(s: &CudaSlice<f32>, stream: &'a std::sync::Arc<CudaStream>) -> Range<'a, f32> {
+    Range::new(s.device_ptr(stream).0, s.len(), stream)
 }
 
 /// The scratch buffer in `slot`, (re)allocated to hold at least `need` elements.
@@ -308,7 +333,7 @@ fn reserve<'a>(
 fn transpose_a<'a>(
     gpu: &Gpu,
     p: &GemmProblem,
-    a: &CudaSlice<f32>,
+    a: Range<'_, f32>,
     slot: &'a mut Option<CudaSlice<f32>>,
 ) -> Result<&'a CudaSlice<f32>> {
     let a_t = reserve(gpu, slot, p.k * p.m, "Aᵀ for the NT pipeline")?;
@@ -316,6 +341,6 @@ fn transpose_a<'a>(
         rows: p.m,
         cols: p.k,
     };
-    crate::families::transpose::launch(gpu, crate::families::transpose::best(&tp, 4), &tp, a, a_t)?;
+    crate::families::transpose::launch(gpu, crate::families::transpose::best(&tp, 4), &tp, &a, a_t)?;
     Ok(a_t)
 }

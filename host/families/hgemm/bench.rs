@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaStream, DevicePtr};
 use rustile_kernels::registry::DType;
 
 use crate::error::{Error, Result};

@@ -1,7 +1,5 @@
 //! `rustile hgemm validate | bench`: the tensor-core GEMM's validation cases and benchmark.
 
-use cudarc::cublas::CudaBlas;
-
 use crate::error::{Error, Result};
 use crate::families::hgemm::peak::{self as hgemm_peak, Pipe};
 use crate::families::hgemm::{self, gpu_runs, BLayout, Options, Problem, Variant};
@@ -276,8 +274,7 @@ fn bench(gpu: &Gpu, args: &[String]) -> Result<()> {
             other => return Err(Error::Usage(format!("unknown flag `{other}`\n{USAGE}"))),
         }
     }
-    let blas =
-        CudaBlas::new(gpu.stream().clone()).map_err(|e| Error::Usage(format!("cuBLAS: {e:?}")))?;
+    let blas = crate::vendor::cublas(gpu.stream())?;
     // The measured ceilings, this process: "% peak" is of the fastest pipe the device has.
     let mut peak = Vec::new();
     for &ty in &types {

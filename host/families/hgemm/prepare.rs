@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::hgemm::{v01_mma, v03_wgmma_ws};
 use rustile_kernels::registry::DType;
@@ -113,35 +113,6 @@ pub fn mma_args(p: &Problem, [a, b, c, bias]: [u64; 4]) -> Vec<Arg> {
     ]
 }
 
-/// Every buffer holds what `p` reads or writes: A, B, C by their pitches, the bias `n` floats.
-fn check_buffers(p: &Problem, a: usize, b: usize, c: usize, bias: Option<usize>) -> Result<()> {
-    let kernel = || format!("hgemm {}", p.shape());
-    let [la, lb, lc] = p.lens();
-    for (name, got, need) in [("a", a, la), ("b", b, lb), ("c", c, lc)] {
-        if got < need {
-            return Err(Error::BufferLength {
-                kernel: kernel(),
-                buffer: name,
-                got,
-                need,
-                shape: p.shape(),
-            });
-        }
-    }
-    if let Some(bias) = bias {
-        if bias < p.n {
-            return Err(Error::BufferLength {
-                kernel: kernel(),
-                buffer: "bias",
-                got: bias,
-                need: p.n,
-                shape: p.shape(),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Checks `p` against the buffers and the device, and prepares `variant` (or the selected one)
 /// in its default configuration.
 pub fn prepare(
@@ -151,7 +122,7 @@ pub fn prepare(
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
     c: &Out<'_>,
-    bias: Option<&CudaSlice<f32>>,
+    bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
     prepare_with(gpu, &Options::variant(variant), p, a, b, c, bias)
 }
@@ -164,7 +135,7 @@ pub fn prepare_with(
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
     c: &Out<'_>,
-    bias: Option<&CudaSlice<f32>>,
+    bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
     let (variant, tuning) = (opts.variant, opts.tuning);
     let group = opts.group()?;
@@ -177,7 +148,7 @@ pub fn prepare_with(
             p.out.name()
         )));
     }
-    check_buffers(p, a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
+    p.check_lens(a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
     let stream = gpu.stream();
     let addrs = [a.device_ptr(stream).0, b.device_ptr(stream).0];
     let variant = variant.unwrap_or_else(|| Variant::select(gpu, p, addrs));
@@ -305,10 +276,10 @@ impl Prepared {
         a: &impl DevicePtr<u16>,
         b: &impl DevicePtr<u16>,
         c: &mut Out<'_>,
-        bias: Option<&CudaSlice<f32>>,
+        bias: Option<&dyn DevicePtr<f32>>,
     ) -> Result<()> {
         let p = &self.problem;
-        check_buffers(p, a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
+        p.check_lens(a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
         if c.dtype(p.ty) != p.out {
             return Err(Error::Usage(format!(
                 "hgemm {}: the output buffer is {} but the problem asks for {}",
@@ -319,7 +290,8 @@ impl Prepared {
         }
         let (a_ptr, _ga) = a.device_ptr(stream);
         let (b_ptr, _gb) = b.device_ptr(stream);
-        let bias_ptr = bias.map(|x| x.device_ptr(stream).0).unwrap_or(0);
+        let bias_ptr = bias.map(|x| x.device_ptr(stream));
+        let bias_ptr = bias_ptr.as_ref().map_or(0, |(ptr, _guard)| *ptr);
         let (c_ptr, _gc) = match c {
             Out::Half(c) => c.device_ptr_mut(stream),
             Out::F32(c) => c.device_ptr_mut(stream),
@@ -388,7 +360,7 @@ pub fn run(
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
     c: &mut Out<'_>,
-    bias: Option<&CudaSlice<f32>>,
+    bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Variant> {
     let prep = prepare(gpu, variant, p, a, b, c, bias)?;
     prep.launch(gpu.stream(), a, b, c, bias)?;

@@ -1,6 +1,6 @@
 //! The tensor-core GEMM problem: shape, pitches, B's layout, types, epilogue scalars, checks.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::DevicePtrMut;
 use rustile_kernels::registry::DType;
 
 use crate::error::{Error, Result};
@@ -186,6 +186,29 @@ impl Problem {
         Ok(())
     }
 
+    /// Checks buffer lengths (elements) against the shape and pitches: A, B, C hold
+    /// [`Problem::lens`], the bias (if any) `n` floats. The front door's length check
+    /// ([`crate::api::check_hgemm`]) and every [`Prepared::launch`](super::Prepared::launch)'s.
+    pub fn check_lens(&self, a: usize, b: usize, c: usize, bias: Option<usize>) -> Result<()> {
+        let [la, lb, lc] = self.lens();
+        let bias = bias.map(|got| ("bias", got, self.n));
+        for (name, got, need) in [("a", a, la), ("b", b, lb), ("c", c, lc)]
+            .into_iter()
+            .chain(bias)
+        {
+            if got < need {
+                return Err(Error::BufferLength {
+                    kernel: format!("hgemm {}", self.shape()),
+                    buffer: name,
+                    got,
+                    need,
+                    shape: self.shape(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether TMA can describe A and B (base addresses and pitches 16-byte aligned).
     pub fn tma_ok(&self, addrs: [u64; 2]) -> bool {
         addrs.iter().all(|a| a.is_multiple_of(16))
@@ -198,12 +221,12 @@ impl Problem {
     }
 }
 
-/// The output buffer: bits of the input type, or f32.
+/// The output buffer: bits of the input type, or f32 (a slice or a view: `Out::Half(&mut c)`).
 pub enum Out<'a> {
     /// f16/bf16 bits.
-    Half(&'a mut CudaSlice<u16>),
+    Half(&'a mut dyn DevicePtrMut<u16>),
     /// f32.
-    F32(&'a mut CudaSlice<f32>),
+    F32(&'a mut dyn DevicePtrMut<f32>),
 }
 
 impl Out<'_> {

@@ -1,5 +1,6 @@
 //! Validated runs on the GPU and in the simulator.
 
+use cudarc::driver::DevicePtr;
 use rustile_kernels::hgemm::v01_mma;
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::registry::DType;
@@ -48,7 +49,7 @@ pub fn validate(
                 &a,
                 &b,
                 &mut Out::Half(&mut c),
-                bias.as_ref(),
+                bias.as_ref().map(|b| b as &dyn DevicePtr<f32>),
             )?;
             let bits = gpu.download(&c, "hgemm C")?;
             (bits.iter().map(|&h| widen(p.ty, h)).collect(), used)
@@ -63,7 +64,7 @@ pub fn validate(
                 &a,
                 &b,
                 &mut Out::F32(&mut c),
-                bias.as_ref(),
+                bias.as_ref().map(|b| b as &dyn DevicePtr<f32>),
             )?;
             (gpu.download(&c, "hgemm C")?, used)
         }

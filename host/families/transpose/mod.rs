@@ -142,7 +142,10 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 /// the output row pitch is a whole number of 32-byte sectors (0.70× against 0.60×), else the
 /// sector-aligned one (0.62× against 0.49×).
 pub fn best(problem: &TransposeProblem, elem_bytes: usize) -> &'static KernelInfo {
-    let aligned_rows = (problem.rows * elem_bytes).is_multiple_of(32);
+    let aligned_rows = problem
+        .rows
+        .checked_mul(elem_bytes)
+        .is_some_and(|b| b.is_multiple_of(32));
     if elem_bytes == 2 && aligned_rows {
         &v03_smem_padded::INFO
     } else {

@@ -300,7 +300,7 @@ crate::entry_points! {
 }
 
 /// Split-K: the warp tile over one K slice per `blockIdx.z`, partial products to a workspace of
-/// `gridDim.z` slices of `m × ldc` (α = 1, β = 0), summed by [`gemm_splitk_reduce`]. For small
+/// `gridDim.z` slices of `m × ldc` (α = 1, β = 0), summed by [`reduce`](split_k::reduce) (`gemm_splitk_reduce`). For small
 /// `M·N` with enough `K`: 1000³ has 64 tiles of 128×128 for 132 SMs; 3 slices make 192 blocks.
 pub mod split_k {
     use super::*;

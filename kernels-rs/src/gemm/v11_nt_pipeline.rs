@@ -184,7 +184,7 @@ unsafe fn nt_pipeline<const SPLIT_K: bool>(
     }
 }
 
-/// Split-K entry (see [`nt_pipeline`]).
+/// Split-K entry (the `nt_pipeline` body with `SPLIT_K = true`).
 pub mod split_k {
     /// Registry record (a helper of the SGEMM dispatcher): the NT pipeline over one K slice.
     pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {

@@ -478,9 +478,10 @@ pub enum MmaKind {
 /// `A` and `B` in f16 or bf16 (two per `u32`), `C`/`D` in f32.
 ///
 /// Fragments, with `g = lane / 4` and `t = lane % 4` (PTX ISA, "Matrix fragments for
-/// mma.m16n8k16"): `a[0]` = A[g][2t..2t+2], `a[1]` = A[g+8][2t..], `a[2]` = A[g][2t+8..],
-/// `a[3]` = A[g+8][2t+8..]; `b[0]` = B[2t..2t+2][g], `b[1]` = B[2t+8..2t+10][g];
-/// `c[0..2]` = C[g][2t..2t+2], `c[2..4]` = C[g+8][2t..2t+2]. Warp-collective.
+/// mma.m16n8k16"): `a[0]` = `A[g][2t..2t+2]`, `a[1]` = `A[g+8][2t..]`, `a[2]` =
+/// `A[g][2t+8..]`, `a[3]` = `A[g+8][2t+8..]`; `b[0]` = `B[2t..2t+2][g]`, `b[1]` =
+/// `B[2t+8..2t+10][g]`; `c[0..2]` = `C[g][2t..2t+2]`, `c[2..4]` = `C[g+8][2t..2t+2]`.
+/// Warp-collective.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn mma_m16n8k16(kind: MmaKind, a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
