@@ -259,8 +259,9 @@ pub fn check_copy<T: DeviceElem>(src: usize, dst: usize) -> Result<()> {
 }
 
 /// `dst[..n] = src` with `n = src.len()`, for f32 and f16 ([`DeviceElem`]). Runs
-/// [`crate::copy::BEST`] (the grid-stride 16-byte copy, fastest measured) when both buffers
-/// are 16-byte aligned, else the scalar copy (a view at an odd offset).
+/// the 16-byte vector copy `copy/vec16` (1.004× `cuMemcpyDtoD` at 1 GiB on the H200, where the
+/// grid-stride copy reaches 0.906×: `bench-results/2026-12-01-h200-one-house/`) when both
+/// buffers are 16-byte aligned, else the scalar copy (a view at an odd offset).
 pub fn copy<T: DeviceElem>(
     gpu: &Gpu,
     src: &impl DevicePtr<T>,
@@ -275,7 +276,7 @@ pub fn copy<T: DeviceElem>(
     let src = Range::<T>::new(ps, n, stream);
     let mut dst = Range::<T>::new(pd, dst_len, stream);
     let kernel = if ps.is_multiple_of(16) && pd.is_multiple_of(16) {
-        crate::copy::BEST
+        &rustile_kernels::copy::v02_vec16::INFO
     } else {
         &v01_scalar::INFO
     };

@@ -1,15 +1,16 @@
 //! The dispatcher: which variant runs, padding scratch, split-K, the NT pipeline.
 
 use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, PushKernelArg,
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice,
 };
 use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
-use rustile_kernels::registry::{DType, KernelInfo};
+use rustile_kernels::registry::KernelInfo;
 
 use crate::api::range::Range;
-use crate::check::{self, BufArg};
-use crate::error::{DriverContext, Error, Result};
+use crate::check::BufArg;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::launch::{Arg, LaunchPlan};
 
 use super::*;
 
@@ -47,30 +48,24 @@ fn pad_into(
 ) -> Result<()> {
     use rustile_kernels::gemm::pad;
     let dst = reserve(gpu, slot, (rows * ld_dst).max(1), "padded SGEMM operand")?;
-    let f = gpu.function(pad::SYMBOLS[0].symbol)?;
-    let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (
-            (ld_dst as u32).div_ceil(pad::BLOCK_X),
-            (rows as u32).clamp(1, pad::MAX_GRID_Y),
-            1,
-        ),
-        block_dim: (pad::BLOCK_X, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (rows32, cols32, lds, ldd) = (rows as u32, cols as u32, ld_src as u32, ld_dst as u32);
-    let src = src.ptr();
-    let mut args = gpu.stream().launch_builder(&f);
-    args.arg(&src)
-        .arg(dst)
-        .arg(&rows32)
-        .arg(&cols32)
-        .arg(&lds)
-        .arg(&ldd);
+    let grid = (
+        (ld_dst as u32).div_ceil(pad::BLOCK_X) as u64,
+        (rows as u32).clamp(1, pad::MAX_GRID_Y) as u64,
+        1,
+    );
+    let args = vec![
+        Arg::Ptr(src.ptr()),
+        Arg::Ptr(dst.device_ptr(gpu.stream()).0),
+        Arg::U32(rows as u32),
+        Arg::U32(cols as u32),
+        Arg::U32(ld_src as u32),
+        Arg::U32(ld_dst as u32),
+    ];
+    let plan = LaunchPlan::new(&pad::INFO, &pad::SYMBOLS[0], grid, args);
     // SAFETY: `gemm_pad_f32(src, dst, rows, cols, ld_src, ld_dst)`; src holds (rows−1)·ld_src +
     // cols elements (checked by the caller's problem check), dst rows·ld_dst (allocated above);
     // the kernel masks c ≥ ld_dst and walks rows with a stride.
-    unsafe { args.launch(cfg) }.during(|| "launching gemm_pad_f32".into())?;
-    Ok(())
+    unsafe { plan.launch_on(gpu, gpu.stream()) }
 }
 
 /// Split-K slices the dispatcher uses for `p` on `sm_count` SMs: when even the 128×64 tiles
@@ -128,64 +123,35 @@ fn launch_split_k(
             addr: 0,
         },
     )?;
-    let (f, mut cfg) = check::prepare(gpu, kernel, DType::F32, part.grid(kernel))?;
-    let f = if symbol == kernel.symbol(DType::F32).unwrap_or_default() {
-        f
-    } else {
-        gpu.function(symbol)?
-    };
-    if kernel.shared_bytes_f32 > gpu.info().shared_per_block {
-        use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
-        f.set_attribute(MAX_DYN, kernel.shared_bytes_f32 as i32)
-            .map_err(|source| Error::Driver {
-                during: format!("raising {symbol}'s shared memory"),
-                source,
-            })?;
-    }
-    cfg.grid_dim.2 = splits;
-    let (m, n, k, lda, ldb, ldw, one, zero) = part.scalars();
-    let (pa, pb) = (a.ptr(), b.ptr());
-    let mut args = gpu.stream().launch_builder(&f);
-    args.arg(&pa)
-        .arg(&pb)
-        .arg(&mut *w)
-        .arg(&m)
-        .arg(&n)
-        .arg(&k)
-        .arg(&lda)
-        .arg(&ldb)
-        .arg(&ldw)
-        .arg(&one)
-        .arg(&zero);
+    let (_, entry) = rustile_kernels::registry::by_symbol(symbol)
+        .ok_or_else(|| Error::Usage(format!("no registered entry `{symbol}`")))?;
+    let (gx, gy, _) = part.grid(kernel);
+    let w_ptr = w.device_ptr(gpu.stream()).0;
+    let plan = part.plan_entry(kernel, entry, (gx, gy, splits as u64), [a.ptr(), b.ptr(), w_ptr]);
     // SAFETY: the warp tile's signature with C = the workspace; `check` proved A and B spans
     // and the alignment the 16-byte loads need; the workspace holds splits · m · n elements and
     // slice z is written at z · m · n; the grid's z is `splits`.
-    unsafe { args.launch(cfg) }.during(|| format!("launching {symbol}"))?;
-    let r = gpu.function(split_k::reduce::SYMBOLS[0].symbol)?;
-    let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (
-            (p.n as u32).div_ceil(split_k::reduce::BLOCK_X),
-            (p.m as u32).min(65535),
-            1,
-        ),
-        block_dim: (split_k::reduce::BLOCK_X, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (ldc, alpha, beta) = (p.ldc as u32, p.alpha, p.beta);
-    let pc = c.ptr();
-    let mut args = gpu.stream().launch_builder(&r);
-    args.arg(&*w)
-        .arg(&pc)
-        .arg(&m)
-        .arg(&n)
-        .arg(&ldc)
-        .arg(&splits)
-        .arg(&alpha)
-        .arg(&beta);
+    unsafe { plan.launch_on(gpu, gpu.stream()) }?;
+    let reduce = &split_k::reduce::INFO;
+    let grid = (
+        (p.n as u32).div_ceil(split_k::reduce::BLOCK_X) as u64,
+        (p.m as u32).min(65535) as u64,
+        1,
+    );
+    let args = vec![
+        Arg::Ptr(w_ptr),
+        Arg::Ptr(c.ptr()),
+        Arg::U32(p.m as u32),
+        Arg::U32(p.n as u32),
+        Arg::U32(p.ldc as u32),
+        Arg::U32(splits),
+        Arg::F32(p.alpha),
+        Arg::F32(p.beta),
+    ];
+    let plan = LaunchPlan::new(reduce, &reduce.symbols[0], grid, args);
     // SAFETY: `(ws, c, m, n, ldc, splits, alpha, beta)`; ws holds splits · m · n, C was checked
     // by the caller for (m − 1)·ldc + n; the kernel masks columns ≥ n and strides over rows.
-    unsafe { args.launch(cfg) }.during(|| "launching gemm_splitk_reduce_f32".into())?;
-    Ok(())
+    unsafe { plan.launch_on(gpu, gpu.stream()) }
 }
 
 /// The dispatcher. For a dense A with M a multiple of 4 on a grid that fills the GPU it

@@ -1,13 +1,12 @@
 //! One SGEMM variant launched on the GPU or in the simulator.
 
-use cudarc::driver::{DevicePtr, DevicePtrMut, PushKernelArg};
-use rustile_kernels::registry::{DType, KernelInfo};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+use rustile_kernels::registry::KernelInfo;
 
 use crate::backend::{Backend, Buf};
-use crate::check::{self, BufArg};
-use crate::error::{DriverContext, Error, Result};
+use crate::check::BufArg;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::sim::SimLaunch;
 
 use super::*;
 
@@ -43,27 +42,13 @@ pub fn launch(
             addr: pc,
         },
     )?;
-    let (f, cfg) = check::prepare(gpu, kernel, DType::F32, p.grid(kernel))?;
-    let (m, n, k, lda, ldb, ldc, alpha, beta) = p.scalars();
-    let mut args = stream.launch_builder(&f);
-    args.arg(&pa)
-        .arg(&pb)
-        .arg(&pc)
-        .arg(&m)
-        .arg(&n)
-        .arg(&k)
-        .arg(&lda)
-        .arg(&ldb)
-        .arg(&ldc)
-        .arg(&alpha)
-        .arg(&beta);
+    let plan = p.plan(kernel, [pa, pb, pc])?;
     // SAFETY: every SGEMM kernel is `(a, b, c: pointers, m, n, k, lda, ldb, ldc: u32, alpha,
-    // beta: f32)`; `check` proved A, B, C hold (rows − 1)·ld + cols elements with the alignment
-    // the variant needs and that every dimension fits u32; the kernels mask rows, columns and k
-    // outside the shape; the grid covers C; C is a distinct &mut borrow.
-    unsafe { args.launch(cfg) }
-        .during(|| format!("launching gemm/{} {}", kernel.name, p.shape()))?;
-    Ok(())
+    // beta: f32)` and `plan` builds exactly that list; `check` proved A, B, C hold
+    // (rows − 1)·ld + cols elements with the alignment the variant needs and that every
+    // dimension fits u32; the kernels mask rows, columns and k outside the shape; the grid
+    // covers C; C is a distinct &mut borrow; the stream guards live until we return.
+    unsafe { plan.launch_on(gpu, stream) }
 }
 
 /// Runs `kernel` on either back end.
@@ -98,30 +83,7 @@ pub fn launch_on(
                     addr: c.addr(),
                 },
             )?;
-            let entry = kernel
-                .entry(DType::F32)
-                .ok_or_else(|| Error::Usage(format!("gemm/{} has no f32 entry", kernel.name)))?;
-            let (gx, gy, gz) = p.grid(kernel);
-            let (m, n, k, lda, ldb, ldc, alpha, beta) = p.scalars();
-            let args = [
-                a.addr(),
-                b.addr(),
-                c.addr(),
-                m as u64,
-                n as u64,
-                k as u64,
-                lda as u64,
-                ldb as u64,
-                ldc as u64,
-                alpha.to_bits() as u64,
-                beta.to_bits() as u64,
-            ];
-            let launch = SimLaunch {
-                grid: (gx as u32, gy as u32, gz as u32),
-                block: kernel.block,
-                shared_bytes: kernel.shared_bytes_f32,
-            };
-            sim.launch(&check::kernel_name(kernel), entry.sim, &launch, &args)
+            p.plan(kernel, [a.addr(), b.addr(), c.addr()])?.simulate(sim)
         }
         _ => Err(Error::Usage("buffers of another back end".into())),
     }

@@ -1,10 +1,11 @@
 //! The SGEMM problem: shape, pitches, argument checks, grid, float64 reference, tolerance.
 
 use rustile_kernels::gemm::v11_nt_pipeline;
-use rustile_kernels::registry::KernelInfo;
+use rustile_kernels::registry::{DType, Entry, KernelInfo};
 
 use crate::check::{self, BufArg};
 use crate::error::{Error, Result};
+use crate::launch::{Arg, LaunchPlan};
 
 /// One SGEMM problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -192,6 +193,42 @@ impl GemmProblem {
     /// Relative error tolerance for f32 accumulation over `k` terms.
     pub fn tolerance(&self) -> f64 {
         1e-6 * (self.k.max(1) as f64).sqrt()
+    }
+
+    /// The launch plan of `kernel` (its f32 entry) for this problem on operands at
+    /// `[a, b, c]`: the one place the SGEMM argument list `(a, b, c, m, n, k, lda, ldb, ldc, α,
+    /// β)` is built, for the GPU and the simulator.
+    pub fn plan<'k>(&self, kernel: &'k KernelInfo, abc: [u64; 3]) -> Result<LaunchPlan<'k>> {
+        let entry = kernel
+            .entry(DType::F32)
+            .ok_or_else(|| Error::Usage(format!("gemm/{} has no f32 entry", kernel.name)))?;
+        Ok(self.plan_entry(kernel, entry, self.grid(kernel), abc))
+    }
+
+    /// [`GemmProblem::plan`] for a given entry and grid (the split-K parts: another entry of
+    /// the same signature, `splits` blocks in z).
+    pub fn plan_entry<'k>(
+        &self,
+        kernel: &'k KernelInfo,
+        entry: &'k Entry,
+        grid: (u64, u64, u64),
+        [a, b, c]: [u64; 3],
+    ) -> LaunchPlan<'k> {
+        let (m, n, k, lda, ldb, ldc, alpha, beta) = self.scalars();
+        let args = vec![
+            Arg::Ptr(a),
+            Arg::Ptr(b),
+            Arg::Ptr(c),
+            Arg::U32(m),
+            Arg::U32(n),
+            Arg::U32(k),
+            Arg::U32(lda),
+            Arg::U32(ldb),
+            Arg::U32(ldc),
+            Arg::F32(alpha),
+            Arg::F32(beta),
+        ];
+        LaunchPlan::new(kernel, entry, grid, args)
     }
 
     pub(super) fn scalars(&self) -> (u32, u32, u32, u32, u32, u32, f32, f32) {
