@@ -239,7 +239,7 @@ pub(crate) fn launch_on_gpu<T: DeviceElem>(
 }
 
 /// The [`LaunchPlan`] of a memory-family kernel `(src, dst, scalars…)`.
-fn memory_plan<T: DeviceElem>(
+pub(crate) fn memory_plan<T: DeviceElem>(
     kernel: &KernelInfo,
     src: u64,
     dst: u64,

@@ -189,6 +189,17 @@ impl Error {
         }
     }
 
+    /// A driver error relabelled with what was being done (`during`); other errors unchanged.
+    pub fn context(self, during: impl FnOnce() -> String) -> Self {
+        match self {
+            Error::Driver { source, .. } => Error::Driver {
+                during: during(),
+                source,
+            },
+            e => e,
+        }
+    }
+
     /// Whether this is a "no GPU here" error ([`Error::NoDriver`] or [`Error::NoDevice`]): what
     /// a program that can fall back to the CPU checks for.
     pub fn is_no_gpu(&self) -> bool {

@@ -5,15 +5,16 @@
 //! code needs many streams, so it plans a launch with the same checks (`Problem::plan`,
 //! `check::prepare`) and then only pushes addresses per launch.
 
-use cudarc::driver::{result, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, CudaFunction, CudaStream};
 use rustile_kernels::registry::{DType, KernelInfo};
 
 use super::mem::DeviceBuffer;
-use crate::check::{self, BufArg, Scalar};
+use crate::check::{self, BufArg};
 use crate::error::{DriverContext, Result};
 use crate::families::gemm::{self, GemmProblem};
 use crate::families::memory::Problem;
 use crate::gpu::Gpu;
+use crate::launch::{Arg, LaunchPlan};
 
 /// A checked, planned f32 launch of one suite kernel on one problem, between buffers of
 /// `src_len` and `dst_len` elements.
@@ -21,8 +22,8 @@ pub struct PlannedCopy {
     kernel: &'static KernelInfo,
     problem: Problem,
     f: CudaFunction,
-    cfg: LaunchConfig,
-    scalars: Vec<Scalar>,
+    /// The checked plan; its two pointer arguments are replaced per launch.
+    plan: LaunchPlan<'static>,
     src_len: usize,
     dst_len: usize,
 }
@@ -59,13 +60,13 @@ impl PlannedCopy {
         let sm_count = gpu.info().sm_count;
         let plan =
             problem.plan::<f32>(kernel, arg("src", src_len), arg("dst", dst_len), sm_count)?;
-        let (f, cfg) = check::prepare(gpu, kernel, DType::F32, plan.grid)?;
+        let (f, _) = check::prepare(gpu, kernel, DType::F32, plan.grid)?;
+        let plan = check::memory_plan::<f32>(kernel, 0, 0, plan)?;
         Ok(Self {
             kernel,
             problem,
             f,
-            cfg,
-            scalars: plan.scalars,
+            plan,
             src_len,
             dst_len,
         })
@@ -83,28 +84,24 @@ impl PlannedCopy {
     /// elements (as given to [`PlannedCopy::new`]), 16-byte aligned, not overlapping, alive
     /// until the launch completes, and not written by other work while it runs.
     pub unsafe fn launch(&self, stream: &CudaStream, src: u64, dst: u64) -> Result<()> {
-        let mut args = stream.launch_builder(&self.f);
-        args.arg(&src).arg(&dst);
-        for s in &self.scalars {
-            match s {
-                Scalar::U32(v) => args.arg(v),
-                Scalar::U64(v) => args.arg(v),
-            };
-        }
+        let mut plan = self.plan.clone();
+        plan.args[0] = Arg::Ptr(src);
+        plan.args[1] = Arg::Ptr(dst);
         // SAFETY: every suite kernel takes `(src: *const T, dst: *mut T, scalars…)` with the
         // scalars in the plan's order and types; `for_problem` checked the shape against both
         // lengths and the grid against the device; the caller vouches for the addresses (this
         // function's contract).
-        unsafe { args.launch(self.cfg) }.during(|| {
-            format!(
-                "launching {} ({}, buffers {} / {})",
-                check::kernel_name(self.kernel),
-                self.problem.shape(),
-                self.src_len,
-                self.dst_len
-            )
-        })?;
-        Ok(())
+        unsafe { plan.enqueue(&self.f, stream) }.map_err(|e| {
+            e.context(|| {
+                format!(
+                    "launching {} ({}, buffers {} / {})",
+                    check::kernel_name(self.kernel),
+                    self.problem.shape(),
+                    self.src_len,
+                    self.dst_len
+                )
+            })
+        })
     }
 }
 
@@ -165,7 +162,6 @@ pub struct PlannedGemm {
     kernel: &'static KernelInfo,
     problem: GemmProblem,
     f: CudaFunction,
-    cfg: LaunchConfig,
     b: u64,
 }
 
@@ -188,12 +184,11 @@ impl PlannedGemm {
             arg("b", b_len, b),
             arg("c", c_len, 256),
         )?;
-        let (f, cfg) = check::prepare(gpu, kernel, DType::F32, problem.grid(kernel))?;
+        let (f, _) = check::prepare(gpu, kernel, DType::F32, problem.grid(kernel))?;
         Ok(Self {
             kernel,
             problem,
             f,
-            cfg,
             b,
         })
     }
@@ -216,19 +211,12 @@ impl PlannedGemm {
     /// planning) must still be alive and unwritten.
     pub unsafe fn launch(&self, stream: &CudaStream, a: u64, c: u64) -> Result<()> {
         let p = &self.problem;
-        let dims = [p.m, p.n, p.k, p.lda, p.ldb, p.ldc].map(|v| v as u32);
-        let mut args = stream.launch_builder(&self.f);
-        args.arg(&a).arg(&self.b).arg(&c);
-        for d in &dims {
-            args.arg(d);
-        }
-        args.arg(&p.alpha).arg(&p.beta);
-        // SAFETY: every SGEMM kernel is `(a, b, c, m, n, k, lda, ldb, ldc: u32, alpha, beta)`;
-        // `new` checked the shape, the 32-bit limits, the lengths and alignments against the
-        // variant and the grid against the device; the caller vouches for the addresses.
-        unsafe { args.launch(self.cfg) }
-            .during(|| format!("launching gemm/{} {}", self.kernel.name, p.shape()))?;
-        Ok(())
+        let plan = p.plan(self.kernel, [a, self.b, c])?;
+        // SAFETY: `plan` is the SGEMM argument list `(a, b, c, m, n, k, lda, ldb, ldc, alpha,
+        // beta)`; `new` checked the shape, the 32-bit limits, the lengths and alignments against
+        // the variant and the grid against the device; the caller vouches for the addresses.
+        unsafe { plan.enqueue(&self.f, stream) }
+            .map_err(|e| e.context(|| format!("launching gemm/{} {}", self.kernel.name, p.shape())))
     }
 }
 

@@ -341,14 +341,9 @@ impl Prepared {
         // every buffer was checked above against the shape (and, for the tensor maps, is the
         // one whose address they hold); grid and shared memory were checked by `prepare`; the
         // stream guards live until the launch is enqueued.
-        unsafe { plan.enqueue(&self.func, stream) }
-            .map_err(|e| match e {
-                Error::Driver { source, .. } => Error::Driver {
-                    during: format!("launching hgemm/{} {}", self.variant.name(), p.shape()),
-                    source,
-                },
-                e => e,
-            })
+        unsafe { plan.enqueue(&self.func, stream) }.map_err(|e| {
+            e.context(|| format!("launching hgemm/{} {}", self.variant.name(), p.shape()))
+        })
     }
 }
 
