@@ -55,9 +55,7 @@ struct Tiny {
 
 impl Tiny {
     fn new(gpu: &Gpu) -> Result<Self> {
-        let scalar = crate::families::copy::variants()
-            .find(|k| k.name == "scalar")
-            .ok_or_else(|| Error::Usage("copy/scalar is missing from the registry".into()))?;
+        let scalar = &rustile_kernels::copy::v01_scalar::INFO;
         let ctx = gpu.context();
         let bytes = TINY_ELEMS * 4;
         let src = DeviceBuffer::new(ctx, bytes, "tiny kernel src")?;

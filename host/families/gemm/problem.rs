@@ -82,10 +82,10 @@ impl GemmProblem {
         }
     }
 
-    /// Whether `kernel` loads A and B in 16-byte vectors (needs aligned rows).
+    /// Whether `kernel` loads A and B in 16-byte vectors (needs aligned rows): its record's
+    /// `needs.align`.
     pub fn vectorized(kernel: &KernelInfo) -> bool {
-        kernel.shared_bytes_f32 > 0
-            && !matches!(kernel.name, "smem" | "blocktile_1d" | "blocktile_2d")
+        kernel.needs.align >= 16
     }
 
     /// Checks the arguments of `kernel`.

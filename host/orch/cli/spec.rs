@@ -134,10 +134,10 @@ pub fn work(name: &str) -> Result<ChunkWork> {
         Some(_) => Err(bad()),
         None => match name {
             "copy" => Ok(ChunkWork::Copy(crate::families::copy::BEST)),
-            "transpose" => crate::families::transpose::variants()
-                .find(|k| k.name == "naive")
-                .map(|kernel| ChunkWork::Transpose { kernel, cols: 2048 })
-                .ok_or_else(|| Error::Usage("transpose/naive is missing from the registry".into())),
+            "transpose" => Ok(ChunkWork::Transpose {
+                kernel: &rustile_kernels::transpose::v01_naive::INFO,
+                cols: 2048,
+            }),
             "gather" => Ok(ChunkWork::Gather {
                 kernel: crate::families::strided::BEST,
                 stride: GATHER_STRIDE,

@@ -32,6 +32,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "16-byte global and shared loads, A transposed in shared memory",
+    needs: crate::registry::Needs::ALIGN16,
     ..KernelInfo::BASE
 };
 

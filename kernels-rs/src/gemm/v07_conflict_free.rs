@@ -26,6 +26,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "v06 + padded A^T and split 4+4 fragments: no bank conflicts",
+    needs: crate::registry::Needs::ALIGN16,
     ..KernelInfo::BASE
 };
 

@@ -49,6 +49,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "128x128x16 block, 64x32 warp tiles, 8x8 per lane",
+    needs: crate::registry::Needs::ALIGN16,
     ..KernelInfo::BASE
 };
 

@@ -28,6 +28,7 @@ pub const INFO: KernelInfo = KernelInfo {
     symbols: SYMBOLS,
     about: "v08 + two shared stages (BK 8), register prefetch of the next k-tile",
     bounds: Some((256, 2)),
+    needs: crate::registry::Needs::ALIGN16,
     ..KernelInfo::BASE
 };
 

@@ -24,6 +24,7 @@ pub const INFO: KernelInfo = KernelInfo {
     shared_bytes_f16: 0,
     symbols: SYMBOLS,
     about: "warp tile body on a 128x64 block (more blocks for small problems)",
+    needs: crate::registry::Needs::ALIGN16,
     ..KernelInfo::BASE
 };
 

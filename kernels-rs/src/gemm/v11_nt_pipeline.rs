@@ -237,5 +237,6 @@ pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
     symbols: SYMBOLS,
     about: "3-stage cp.async ring on a pre-transposed A, v08's warp tile",
     role: crate::registry::Role::Helper,
+    needs: crate::registry::Needs::ALIGN16,
     ..crate::registry::KernelInfo::BASE
 };

@@ -338,6 +338,7 @@ pub const INFO: KernelInfo = KernelInfo {
     symbols: SYMBOLS,
     about: "128x64 tile, 3-stage cp.async ring on row-major A, 2 k-groups of 4 warps",
     bounds: Some((256, 1)),
+    needs: crate::registry::Needs::ALIGN16,
     ..KernelInfo::BASE
 };
 
