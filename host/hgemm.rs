@@ -140,16 +140,6 @@ pub fn tuning_named(name: &str) -> Result<Option<&'static Tuning>> {
         })
 }
 
-/// The configuration `RUSTILE_HGEMM_PIPELINE` names (unset: the default one), as
-/// [`tuning_named`].
-pub fn pipeline_tuning() -> Result<Option<&'static Tuning>> {
-    match std::env::var("RUSTILE_HGEMM_PIPELINE") {
-        Err(_) => Ok(None),
-        Ok(name) => tuning_named(&name)
-            .map_err(|e| Error::Usage(format!("RUSTILE_HGEMM_PIPELINE={name}: {e}"))),
-    }
-}
-
 /// The `mma_pipeline` entry for `p`: the default configuration's, or `tuning`'s, which exist
 /// for f16 in and out only.
 pub fn pipeline_geometry(p: &Problem, tuning: Option<&Tuning>) -> Result<PipelineGeometry> {
@@ -583,7 +573,7 @@ pub struct Prepared {
 }
 
 /// Checks `p` against the buffers and the device, and prepares `variant` (or the selected one);
-/// `mma_pipeline` in the configuration `RUSTILE_HGEMM_PIPELINE` names, if any.
+/// `mma_pipeline` in its default configuration.
 pub fn prepare(
     gpu: &Gpu,
     variant: Option<Variant>,
@@ -593,7 +583,7 @@ pub fn prepare(
     c: &Out<'_>,
     bias: Option<&CudaSlice<f32>>,
 ) -> Result<Prepared> {
-    prepare_tuned(gpu, variant, pipeline_tuning()?, p, a, b, c, bias)
+    prepare_tuned(gpu, variant, None, p, a, b, c, bias)
 }
 
 /// [`prepare`] with `mma_pipeline`'s configuration given (`None`: the default one).
@@ -734,15 +724,18 @@ pub fn prepare_tuned(
             shared_mem_bytes: shared as u32,
         },
         maps,
-        group: std::env::var("RUSTILE_HGEMM_GROUP")
-            .ok()
-            .and_then(|g| g.parse::<u32>().ok())
-            .filter(|&g| g >= 1)
-            .unwrap_or(v03_wgmma_ws::GROUP_M),
+        group: v03_wgmma_ws::GROUP_M,
     })
 }
 
 impl Prepared {
+    /// `wgmma_ws` walks its tiles in bands of `group` tile rows (≥ 1; default
+    /// [`v03_wgmma_ws::GROUP_M`]); the other kernels ignore it.
+    pub fn with_group(mut self, group: u32) -> Self {
+        self.group = group.max(1);
+        self
+    }
+
     /// The kernel it launches.
     pub fn variant(&self) -> Variant {
         self.variant
@@ -1147,19 +1140,23 @@ pub fn bench(
         gpu,
         blas,
         variant,
-        pipeline_tuning()?,
+        None,
+        None,
         p,
         timing,
         harness::Pairing::Sequential,
     )
 }
 
-/// [`bench`] with `mma_pipeline`'s configuration given (`None`: the default one).
+/// [`bench`] with `mma_pipeline`'s configuration given (`None`: the default one) and
+/// `wgmma_ws`'s tile-row band ([`Prepared::with_group`]; `None`: the default one).
+#[allow(clippy::too_many_arguments)]
 pub fn bench_tuned(
     gpu: &Gpu,
     blas: &CudaBlas,
     variant: Option<Variant>,
     tuning: Option<&'static Tuning>,
+    group: Option<u32>,
     p: &Problem,
     timing: &TimingConfig,
     pairing: harness::Pairing,
@@ -1180,7 +1177,11 @@ pub fn bench_tuned(
     let preps = (0..sets)
         .map(|s| {
             let (a, b) = &ins[s];
-            prepare_tuned(gpu, variant, tuning, p, a, b, &outs[s].out(), None)
+            let prep = prepare_tuned(gpu, variant, tuning, p, a, b, &outs[s].out(), None)?;
+            Ok(match group {
+                Some(g) => prep.with_group(g),
+                None => prep,
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     let used = preps[0].variant;

@@ -8,6 +8,7 @@
 //!   every argument and returns [`Result`].
 //! - [`harness`]: CUDA-event timing with warm-up, medians and L2 rotation or flushing.
 //! - [`bench`]: the sweeps that `cargo bench` and `rustile bench` run.
+//! - [`cli`]: the `rustile` command line (clap), every argument checked before a GPU opens.
 //! - [`orch`]: host orchestration — pinned/pageable transfers, the multi-stream overlap
 //!   pipeline, CUDA graphs, a stream-ordered memory pool and timelines.
 //!
@@ -17,6 +18,7 @@
 pub mod backend;
 pub mod bench;
 pub mod check;
+pub mod cli;
 pub mod copy;
 pub mod crossover;
 pub mod elem;

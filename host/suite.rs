@@ -150,6 +150,16 @@ pub fn case_count(scale: Scale) -> usize {
 pub fn validate_all(
     backend: &Backend,
     seed: u64,
+    progress: impl FnMut(usize, usize, &str),
+) -> Vec<CaseOutcome> {
+    validate_families(backend, &Family::ALL, seed, progress)
+}
+
+/// [`validate_all`] for the kernels of `families` only.
+pub fn validate_families(
+    backend: &Backend,
+    families: &[Family],
+    seed: u64,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -157,8 +167,11 @@ pub fn validate_all(
         Backend::Gpu(_) => Scale::Device,
         Backend::Simulator(_) => Scale::Simulator,
     };
-    let cases = cases(scale);
-    let total = case_count(scale);
+    let mut cases = cases(scale);
+    cases.retain(|(k, _, _)| families.contains(&k.family));
+    let gemm = families.contains(&Family::Gemm);
+    let gemm_count = crate::gemm::variants().count() * crate::gemm::validation_problems().len();
+    let total = cases.len() + if gemm { gemm_count } else { 0 };
     let memory = cases.len();
     let mut out: Vec<CaseOutcome> = cases
         .into_iter()
@@ -184,7 +197,7 @@ pub fn validate_all(
             }
         })
         .collect();
-    let gemm_cases = crate::gemm::variants().flat_map(|k| {
+    let gemm_cases = crate::gemm::variants().filter(|_| gemm).flat_map(|k| {
         crate::gemm::validation_problems()
             .into_iter()
             .map(move |p| (k, p))

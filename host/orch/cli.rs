@@ -1,107 +1,16 @@
-//! The orchestration commands of the `rustile` CLI:
-//!
-//! ```text
-//! rustile transfer       [--max-mib N] [--out DIR]
-//! rustile overlap        [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N]
-//!                        [--compute-reps K] [--kernel copy|transpose|gather[:S]|gemm[:K[:N]]]
-//!                        [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
-//! rustile launch         [--kernels N] [--reps N]
-//! rustile memory         [--sizes-mib 1,64,256] [--iterations N] [--reps N]
-//! rustile orchestration  [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N]
-//!                        [--gemm-k K] [--out DIR]  all four; tables, trace JSON and SVGs
-//! ```
+//! The orchestration commands of the `rustile` CLI: `transfer`, `overlap`, `launch`, `memory`
+//! and `orchestration` (all four; tables, trace JSON and SVGs). Their arguments are parsed and
+//! checked by [`crate::cli::orch`].
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::pipeline::{ChunkWork, StageOrder};
 use super::{launch, overlap, pool, transfer};
+use crate::cli::orch::{
+    LaunchArgs, MemoryArgs, OrchCommand, OrchestrationArgs, OverlapArgs, TransferArgs,
+};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-
-/// Usage text.
-pub const USAGE: &str = "  transfer      [--max-mib N] [--out DIR]            H2D/D2H GB/s vs size: pageable, pinned, write-combined
-  overlap       [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N] [--compute-reps K]
-                [--kernel copy|transpose|gather[:S]|gemm[:K[:N]]] [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
-                                                     chunked H2D → kernel → D2H over N streams vs ideal
-                                                     (gemm: rows of A streamed, B resident, one SGEMM per
-                                                     chunk; without N the chunk rows and N are calibrated)
-  launch        [--kernels N] [--reps N]             µs per kernel: plain vs CUDA graph; cost of a sync
-  memory        [--sizes-mib LIST] [--iterations N] [--reps N]   stream-ordered pool vs cuMemAlloc; stats
-  orchestration [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N] [--gemm-k K] [--out DIR]
-                                                     all of the above (overlap with copy, transpose, a
-                                                     stride-S gather and the SGEMM with resident B);
-                                                     writes results.md/json, SVGs, trace";
-
-const SWITCHES: [&str; 2] = ["--quick", "--no-pageable"];
-
-struct Opts {
-    values: HashMap<String, String>,
-}
-
-impl Opts {
-    fn parse(args: &[String], allowed: &[&str]) -> Result<Self> {
-        let mut values = HashMap::new();
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            if !allowed.contains(&flag.as_str()) {
-                return Err(Error::Usage(format!(
-                    "unknown option `{flag}` (this command takes {})",
-                    allowed.join(", ")
-                )));
-            }
-            let value = if SWITCHES.contains(&flag.as_str()) {
-                String::new()
-            } else {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))?
-            };
-            values.insert(flag.clone(), value);
-        }
-        Ok(Self { values })
-    }
-
-    fn has(&self, flag: &str) -> bool {
-        self.values.contains_key(flag)
-    }
-
-    fn num(&self, flag: &str, default: usize) -> Result<usize> {
-        match self.values.get(flag) {
-            None => Ok(default),
-            Some(v) => {
-                v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    Error::Usage(format!("{flag} needs a positive number, got `{v}`"))
-                })
-            }
-        }
-    }
-
-    fn list(&self, flag: &str, default: &[usize]) -> Result<Vec<usize>> {
-        match self.values.get(flag) {
-            None => Ok(default.to_vec()),
-            Some(v) => v
-                .split(',')
-                .map(|s| {
-                    s.trim()
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| {
-                            Error::Usage(format!("{flag}: `{s}` is not a positive number"))
-                        })
-                })
-                .collect(),
-        }
-    }
-
-    fn out(&self) -> PathBuf {
-        self.values
-            .get("--out")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("target/rustile-orchestration"))
-    }
-}
 
 const MIB: usize = 1 << 20;
 
@@ -327,36 +236,25 @@ impl Plan {
     }
 }
 
-fn overlap_config(o: &Opts, base: overlap::OverlapConfig) -> Result<overlap::OverlapConfig> {
-    Ok(overlap::OverlapConfig {
-        batch_elems: o.num("--batch-mib", base.batch_elems * 4 / MIB)? * MIB / 4,
-        chunk_elems: o.num("--chunk-mib", base.chunk_elems * 4 / MIB)? * MIB / 4,
-        streams: o.list("--streams", &base.streams)?,
-        reps: o.num("--reps", base.reps)?,
-        compute_reps: match o.values.get("--compute-reps") {
-            None => None,
-            Some(_) => Some(o.num("--compute-reps", 1)?),
-        },
-        pageable: !o.has("--no-pageable"),
-        work: match o
-            .values
-            .get("--kernel")
-            .map(|n| kernel_spec(n))
-            .transpose()?
-        {
+fn overlap_config(o: &OverlapArgs, base: overlap::OverlapConfig) -> overlap::OverlapConfig {
+    overlap::OverlapConfig {
+        batch_elems: o.batch_mib.map_or(base.batch_elems, |m| m * MIB / 4),
+        chunk_elems: o.chunk_mib.map_or(base.chunk_elems, |m| m * MIB / 4),
+        streams: o.streams.clone().unwrap_or(base.streams),
+        reps: o.reps.unwrap_or(base.reps),
+        compute_reps: o.compute_reps,
+        pageable: !o.no_pageable,
+        work: match o.kernel {
             Some(KernelSpec::Work(w)) => w,
             // Resolved after the calibration, by `spec_config`.
             Some(KernelSpec::GemmCalibrated { .. }) | None => base.work,
         },
-        orders: match o.values.get("--order") {
-            None => base.orders,
-            Some(list) => list.split(',').map(order).collect::<Result<_>>()?,
-        },
-    })
+        orders: o.order.clone().unwrap_or(base.orders),
+    }
 }
 
 /// A stage ordering by name: `free`, `h2d`, `compute` (H2D and compute) or `all`.
-fn order(name: &str) -> Result<StageOrder> {
+pub fn order(name: &str) -> Result<StageOrder> {
     match name.trim() {
         "free" => Ok(StageOrder::Free),
         "h2d" => Ok(StageOrder::H2d),
@@ -384,62 +282,38 @@ fn header(gpu: &Gpu) -> String {
     )
 }
 
-/// Runs `command` (`transfer`, `overlap`, `launch`, `memory`, `orchestration`) with `args`.
-/// Returns `None` if `command` is not one of them.
-pub fn run(command: &str, args: &[String]) -> Option<Result<()>> {
-    let r = match command {
-        "transfer" => transfer_cmd(args),
-        "overlap" => overlap_cmd(args),
-        "launch" => launch_cmd(args),
-        "memory" => memory_cmd(args),
-        "orchestration" => orchestration_cmd(args),
-        _ => return None,
-    };
-    Some(r)
+/// Runs an orchestration study.
+pub fn run(cmd: &OrchCommand) -> Result<()> {
+    match cmd {
+        OrchCommand::Transfer(a) => transfer_cmd(a),
+        OrchCommand::Overlap(a) => overlap_cmd(a),
+        OrchCommand::Launch(a) => launch_cmd(a),
+        OrchCommand::Memory(a) => memory_cmd(a),
+        OrchCommand::Orchestration(a) => orchestration_cmd(a),
+    }
 }
 
-fn transfer_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--max-mib", "--out"])?;
+fn transfer_cmd(o: &TransferArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let max = o.num("--max-mib", 1024)? * MIB;
-    let r = transfer::study(&gpu, max, progress)?;
+    let r = transfer::study(&gpu, o.max_mib * MIB, progress)?;
     println!("{}", r.markdown());
     println!(
         "pinned H2D peak / best H2D of any method: {:.3}",
         r.pinned_h2d_ratio()
     );
     write(
-        &o.out(),
+        &o.out,
         "transfer.svg",
         &r.svg(&format!("Host↔device bandwidth, {}", gpu.info().name)),
     )
 }
 
-fn overlap_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(
-        args,
-        &[
-            "--batch-mib",
-            "--chunk-mib",
-            "--streams",
-            "--reps",
-            "--compute-reps",
-            "--kernel",
-            "--order",
-            "--no-pageable",
-            "--out",
-        ],
-    )?;
-    let cfg = overlap_config(&o, Plan::new(false).overlap)?;
+fn overlap_cmd(o: &OverlapArgs) -> Result<()> {
+    let cfg = overlap_config(o, Plan::new(false).overlap);
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let cfg = match o
-        .values
-        .get("--kernel")
-        .map(|n| kernel_spec(n))
-        .transpose()?
-    {
+    let cfg = match o.kernel {
         Some(
             spec @ (KernelSpec::GemmCalibrated { .. } | KernelSpec::Work(ChunkWork::Gemm { .. })),
         ) => {
@@ -453,69 +327,47 @@ fn overlap_cmd(args: &[String]) -> Result<()> {
     };
     let r = overlap::study(&gpu, &cfg, progress)?;
     println!("{}", overlap::markdown(&r));
-    let out = o.out();
-    write(&out, "timeline.json", &r.timeline.chrome_trace_json())?;
-    write(&out, "timeline.svg", &r.timeline.svg_gantt())?;
+    let out = &o.out;
+    write(out, "timeline.json", &r.timeline.chrome_trace_json())?;
+    write(out, "timeline.svg", &r.timeline.svg_gantt())?;
     if let Some(t) = &r.pageable_timeline {
-        write(&out, "timeline-pageable.svg", &t.svg_gantt())?;
+        write(out, "timeline-pageable.svg", &t.svg_gantt())?;
     }
     Ok(())
 }
 
-fn launch_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--kernels", "--reps"])?;
+fn launch_cmd(o: &LaunchArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let r = launch::study(&gpu, o.num("--kernels", 2000)?, o.num("--reps", 10)?)?;
+    let r = launch::study(&gpu, o.kernels, o.reps)?;
     println!("{}", r.markdown());
     Ok(())
 }
 
-fn memory_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--sizes-mib", "--iterations", "--reps"])?;
+fn memory_cmd(o: &MemoryArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let sizes: Vec<usize> = o
-        .list("--sizes-mib", &[1, 64, 256])?
-        .iter()
-        .map(|m| m * MIB)
-        .collect();
-    let r = pool::study(
-        &gpu,
-        &sizes,
-        o.num("--iterations", 100)?,
-        o.num("--reps", 5)?,
-    )?;
+    let sizes: Vec<usize> = o.sizes_mib.iter().map(|m| m * MIB).collect();
+    let r = pool::study(&gpu, &sizes, o.iterations, o.reps)?;
     println!("{}", r.markdown());
     Ok(())
 }
 
 /// Everything, with one results file set.
-fn orchestration_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(
-        args,
-        &[
-            "--quick",
-            "--gather",
-            "--gather-batch-mib",
-            "--gather-chunk-mib",
-            "--gemm-k",
-            "--out",
-        ],
-    )?;
-    let plan = Plan::new(o.has("--quick"));
+fn orchestration_cmd(o: &OrchestrationArgs) -> Result<()> {
+    let plan = Plan::new(o.quick);
     let base = &plan.overlap;
     let gather_cfg = overlap::OverlapConfig {
         work: ChunkWork::Gather {
             kernel: crate::strided::BEST,
-            stride: o.num("--gather", GATHER_STRIDE)?,
+            stride: o.gather,
         },
         pageable: false,
-        batch_elems: o.num("--gather-batch-mib", base.batch_elems * 4 / MIB)? * MIB / 4,
-        chunk_elems: o.num("--gather-chunk-mib", base.chunk_elems * 4 / MIB)? * MIB / 4,
+        batch_elems: o.gather_batch_mib.map_or(base.batch_elems, |m| m * MIB / 4),
+        chunk_elems: o.gather_chunk_mib.map_or(base.chunk_elems, |m| m * MIB / 4),
         ..base.clone()
     };
-    let out = o.out();
+    let out = &o.out;
     let gpu = Gpu::new(0)?;
     let head = header(&gpu);
     println!("{head}\n");
@@ -538,7 +390,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
     println!("{}", overlap::markdown(&ov_gather));
     // The inference pattern: rows of A streamed, B resident, one SGEMM launch per chunk, the
     // chunk rows and N calibrated so compute ≈ H2D with an output at most a third of the input.
-    let gemm_k = o.num("--gemm-k", GEMM_K)?;
+    let gemm_k = o.gemm_k;
     let (gemm_cfg, gemm_shape) = spec_config(
         &gpu,
         KernelSpec::GemmCalibrated { k: gemm_k },
@@ -631,7 +483,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         la.markdown(),
         al.markdown()
     );
-    write(&out, "results.md", &md)?;
+    write(out, "results.md", &md)?;
     #[derive(serde::Serialize)]
     struct All<'a> {
         device: &'a str,
@@ -652,7 +504,7 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         allocation: &'a pool::AllocReport,
     }
     write(
-        &out,
+        out,
         "results.json",
         &json(&All {
             device: &head,
@@ -674,18 +526,18 @@ fn orchestration_cmd(args: &[String]) -> Result<()> {
         })?,
     )?;
     write(
-        &out,
+        out,
         "transfer.svg",
         &t.svg(&format!("Host↔device bandwidth, {}", gpu.info().name)),
     )?;
-    write(&out, "timeline.json", &ov.timeline.chrome_trace_json())?;
-    write(&out, "timeline.svg", &ov.timeline.svg_gantt())?;
+    write(out, "timeline.json", &ov.timeline.chrome_trace_json())?;
+    write(out, "timeline.svg", &ov.timeline.svg_gantt())?;
     if let Some(p) = ov_copy
         .pageable_timeline
         .as_ref()
         .or(ov.pageable_timeline.as_ref())
     {
-        write(&out, "timeline-pageable.svg", &p.svg_gantt())?;
+        write(out, "timeline-pageable.svg", &p.svg_gantt())?;
     }
     Ok(())
 }
@@ -702,46 +554,71 @@ fn yes(b: bool) -> &'static str {
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn parse(line: &str) -> Result<OrchCommand, clap::Error> {
+        let cli = crate::cli::Cli::try_parse_checked(
+            std::iter::once("rustile").chain(line.split_whitespace()),
+        )?;
+        match cli.command {
+            Some(crate::cli::Command::Orch(o)) => Ok(o),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    fn overlap_args(line: &str) -> OverlapArgs {
+        match parse(&format!("overlap {line}")).unwrap() {
+            OrchCommand::Overlap(o) => o,
+            other => panic!("{line}: {other:?}"),
+        }
     }
 
     #[test]
     fn options_parse_and_reject() {
-        let o = Opts::parse(
-            &args("--streams 1,3 --chunk-mib 8 --no-pageable"),
-            &["--streams", "--chunk-mib", "--no-pageable"],
-        )
-        .unwrap();
-        assert_eq!(o.list("--streams", &[]).unwrap(), vec![1, 3]);
-        assert_eq!(o.num("--chunk-mib", 1).unwrap(), 8);
-        assert!(o.has("--no-pageable"));
-        assert!(matches!(
-            Opts::parse(&args("--bogus 1"), &["--reps"]),
-            Err(Error::Usage(_))
-        ));
-        assert!(matches!(
-            Opts::parse(&args("--reps"), &["--reps"]),
-            Err(Error::Usage(_))
-        ));
-        let o = Opts::parse(&args("--reps 0 --streams 1,x"), &["--reps", "--streams"]).unwrap();
-        assert!(o.num("--reps", 1).is_err());
-        assert!(o.list("--streams", &[]).is_err());
+        let o = overlap_args("--streams 1,3 --chunk-mib 8 --no-pageable");
+        assert_eq!(o.streams, Some(vec![1, 3]));
+        assert_eq!(o.chunk_mib, Some(8));
+        assert!(o.no_pageable);
+        for bad in [
+            "overlap --bogus 1",
+            "overlap --reps",
+            "overlap --reps 0",
+            "overlap --streams 1,x",
+            "overlap --order free,sideways",
+            "overlap --kernel scan",
+            "launch --batch-mib 4",
+            "memory --sizes-mib 0",
+            "transfer --max-mib -1",
+            "orchestration --quick --gather 0",
+        ] {
+            assert_eq!(parse(bad).unwrap_err().exit_code(), 2, "{bad}");
+        }
+        let OrchCommand::Memory(m) = parse("memory").unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (m.sizes_mib, m.iterations, m.reps),
+            (vec![1, 64, 256], 100, 5)
+        );
+        let OrchCommand::Orchestration(o) = parse("orchestration --quick --gemm-k 8192").unwrap()
+        else {
+            panic!()
+        };
+        assert!(o.quick);
+        assert_eq!((o.gather, o.gemm_k), (GATHER_STRIDE, 8192));
     }
 
     #[test]
     fn overlap_options_map_to_elements() {
-        let o = Opts::parse(
-            &args("--batch-mib 64 --chunk-mib 4 --compute-reps 3"),
-            &["--batch-mib", "--chunk-mib", "--compute-reps"],
-        )
-        .unwrap();
-        let c = overlap_config(&o, Plan::new(true).overlap).unwrap();
+        let o = overlap_args("--batch-mib 64 --chunk-mib 4 --compute-reps 3 --order free,all");
+        let c = overlap_config(&o, Plan::new(true).overlap);
         assert_eq!(
             (c.batch_elems, c.chunk_elems, c.compute_reps),
             (16 * MIB, MIB, Some(3))
         );
         assert!(c.pageable);
+        assert_eq!(c.orders, vec![StageOrder::Free, StageOrder::All]);
+        let c = overlap_config(&overlap_args(""), Plan::new(true).overlap);
+        assert_eq!(c.streams, vec![1, 2, 3, 4]);
+        assert_eq!(c.compute_reps, None);
     }
 
     #[test]
@@ -809,16 +686,10 @@ mod tests {
         // Small chunks: at least 64 rows, no duplicates.
         assert_eq!(gemm_row_candidates(64 * 4096, 4096), vec![64]);
         assert!(gemm_row_candidates(100, 0).is_empty());
-        let o = Opts::parse(&args("--kernel gemm"), &["--kernel"]).unwrap();
-        let c = overlap_config(&o, Plan::new(false).overlap).unwrap();
+        let c = overlap_config(&overlap_args("--kernel gemm"), Plan::new(false).overlap);
         assert!(
             matches!(c.work, ChunkWork::Copy(_)),
             "resolved after the calibration"
         );
-    }
-
-    #[test]
-    fn unknown_commands_fall_through() {
-        assert!(run("bench", &[]).is_none());
     }
 }
