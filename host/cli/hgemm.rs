@@ -59,7 +59,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_parser = layout(), default_value = "bn")]
     pub b: BLayout,
     /// mma_pipeline's tile configuration (`default` or a tuning name)
-    #[arg(long, value_name = "NAME", value_parser = pipeline, default_value = "default")]
+    #[arg(long, value_name = "NAME", value_parser = pipeline(), default_value = "default")]
     pub pipeline: Pipeline,
     #[command(flatten)]
     pub seed: Seed,
@@ -99,7 +99,7 @@ pub struct BenchArgs {
     pub warmup: usize,
     /// mma_pipeline's tile configuration for every kernel that runs it (`default` or a
     /// tuning name)
-    #[arg(long, value_name = "NAME", value_parser = pipeline, conflicts_with = "pipelines")]
+    #[arg(long, value_name = "NAME", value_parser = pipeline(), conflicts_with = "pipelines")]
     pub pipeline: Option<Pipeline>,
     /// mma_pipeline's configurations to run with --variants mma_pipeline (names or `all`;
     /// the tuning ones are built for f16 in and out only)
@@ -149,10 +149,11 @@ impl std::fmt::Debug for Pipelines {
     }
 }
 
-fn pipeline(s: &str) -> Result<Pipeline, String> {
-    hgemm::tuning_named(s)
-        .map(Pipeline)
-        .map_err(|e| e.to_string())
+/// `default` or a tuning name.
+fn pipeline() -> impl TypedValueParser<Value = Pipeline> {
+    let names = v02_mma_pipeline::TUNING.iter().map(|t| t.name);
+    PossibleValuesParser::new(std::iter::once("default").chain(names))
+        .map(|s| Pipeline(hgemm::tuning_named(&s).expect("a possible value")))
 }
 
 /// `default` and tuning names, comma-separated, or `all`.
@@ -162,8 +163,9 @@ fn pipelines(s: &str) -> Result<Pipelines, String> {
         return Ok(Pipelines(std::iter::once(None).chain(all).collect()));
     }
     s.split(',')
-        .map(|name| pipeline(name).map(|p| p.0))
-        .collect::<Result<_, _>>()
+        .map(hgemm::tuning_named)
+        .collect::<crate::Result<_>>()
+        .map_err(|e| e.to_string())
         .map(Pipelines)
 }
 

@@ -22,9 +22,9 @@ pub mod orch;
 pub mod suite;
 
 /// The commands that need no GPU, for the top-level help and the "no GPU" error.
-pub const WITHOUT_GPU: &str = "Without a GPU: `rustile` (the CPU-side suite and every kernel in \
-the simulator), `rustile validate --sim`, `rustile analyze`, `rustile hgemm analyze`, `rustile \
-ptx-report`.";
+pub const WITHOUT_GPU: &str = "Without a GPU: `rustile` (the CPU-side suite and every kernel in the
+simulator), `rustile validate --sim`, `rustile analyze`, `rustile hgemm analyze`,
+`rustile ptx-report`.";
 
 /// `rustile`: hand-written GPU kernels in Rust, launched, validated and benchmarked.
 #[derive(Debug, Parser)]
@@ -45,20 +45,30 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The main job (also with no command): on a GPU, validate every kernel and time the
-    /// headline cases; without one, the CPU-side suite and every kernel in the simulator
+    /// The main job (the default): validate and time on a GPU, else the CPU-side suite
+    ///
+    /// On a GPU: the device, every kernel × dtype × shape validated, then the headline cases
+    /// timed (the best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193).
+    /// Without one: the CPU references, the PTX checks, the ptxas report and every kernel in
+    /// the simulator.
     Run(suite::RunArgs),
     /// Device, limits, theoretical and measured DRAM ceiling
     Info(suite::InfoArgs),
-    /// Validate every kernel × dtype × shape (of FAMILY) on the GPU, or in the simulator
+    /// Validate every kernel × dtype × shape, on the GPU or in the simulator
+    ///
+    /// On the GPU where there is one, else (or with --sim) in the simulator, at the shapes
+    /// that suit it.
     Validate(suite::ValidateArgs),
-    /// Run one kernel in the simulator: global sectors per request and shared-memory bank
-    /// conflicts per source line (no GPU)
+    /// One kernel in the simulator: sectors and bank conflicts per line (no GPU)
+    ///
+    /// Runs FAMILY/VARIANT once in the simulator, validated against the CPU reference, and
+    /// reports per source line the warp instructions, global sectors per request and
+    /// efficiency, and shared-memory wavefronts and conflict degree.
     Analyze(suite::AnalyzeArgs),
     /// Time a family's variants on the GPU against the vendor baseline
     #[command(subcommand)]
     Bench(bench::BenchCommand),
-    /// Tensor-core GEMM (f16/bf16): validation, ceilings, simulator analysis, bench vs cuBLAS
+    /// Tensor-core GEMM (f16/bf16): validate, peak, analyze, bench vs cuBLAS
     #[command(subcommand)]
     Hgemm(hgemm::HgemmCommand),
     /// Assemble every PTX flavour with ptxas: registers, shared memory, spills (no GPU)
@@ -79,8 +89,7 @@ impl Cli {
         let mut cmd = Self::command();
         let matches = cmd.try_get_matches_from_mut(args)?;
         let cli = Self::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
-        cli.check()
-            .map_err(|msg| cmd.error(clap::error::ErrorKind::ValueValidation, msg))?;
+        cli.check(&mut cmd)?;
         Ok(cli)
     }
 
@@ -89,12 +98,25 @@ impl Cli {
         Self::try_parse_checked(std::env::args_os()).unwrap_or_else(|e| e.exit())
     }
 
-    /// The checks clap's per-argument parsers cannot make.
-    fn check(&self) -> Result<(), String> {
-        match &self.command {
-            Some(Command::Analyze(a)) => a.problem().map(|_| ()),
-            _ => Ok(()),
-        }
+    /// The checks clap's per-argument parsers cannot make, as errors of the subcommand.
+    fn check(&self, cmd: &mut clap::Command) -> Result<(), clap::Error> {
+        let (name, what, result) = match &self.command {
+            Some(Command::Analyze(a)) => (
+                "analyze",
+                a.shape.as_deref().unwrap_or_default(),
+                a.problem().map(|_| ()),
+            ),
+            _ => return Ok(()),
+        };
+        result.map_err(|msg| {
+            let sub = cmd
+                .find_subcommand_mut(name)
+                .expect("a subcommand of the grammar");
+            sub.error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{what}' for '[SHAPE]': {msg}"),
+            )
+        })
     }
 }
 

@@ -12,15 +12,15 @@ use crate::orch::pipeline::StageOrder;
 /// The studies.
 #[derive(Debug, Subcommand)]
 pub enum OrchCommand {
-    /// H2D/D2H GB/s vs size: pageable, pinned, write-combined host memory (SVG plot)
+    /// H2D/D2H GB/s vs size: pageable, pinned, write-combined (SVG plot)
     Transfer(TransferArgs),
-    /// Chunked H2D → kernel → D2H over N streams vs the ideal (timeline.json/.svg)
+    /// Chunked H2D → kernel → D2H over N streams vs the ideal (timeline)
     Overlap(OverlapArgs),
     /// µs per kernel: plain launches vs a CUDA graph; the cost of a sync
     Launch(LaunchArgs),
     /// Stream-ordered pool vs cuMemAlloc per iteration; memory statistics
     Memory(MemoryArgs),
-    /// All of the above: results.md/json, transfer.svg, timeline.json/.svg
+    /// transfer, overlap, launch and memory: results.md/json, SVGs, trace
     Orchestration(OrchestrationArgs),
 }
 
