@@ -92,6 +92,7 @@
 //! - [`harness`]: CUDA-event timing with warm-up, medians and L2 rotation or flushing.
 //! - [`bench`](mod@bench): the memory families' sweeps that `cargo bench` and `rustile bench` run.
 //! - [`tma`]: TMA tensor maps built on the host.
+//! - [`cli`]: the `rustile` command line (clap), every argument checked before a GPU opens.
 //! - [`orch`]: host orchestration — pinned/pageable transfers, the multi-stream overlap
 //!   pipeline, CUDA graphs, a stream-ordered memory pool and timelines.
 //! - [`vendor`]: the cuBLAS baseline's handle, behind [`Result`].
@@ -102,6 +103,7 @@
 pub mod api;
 pub mod backend;
 pub mod check;
+pub mod cli;
 pub mod elem;
 pub mod error;
 pub mod families;

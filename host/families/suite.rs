@@ -34,11 +34,22 @@ pub fn validate_all(
     backend: &Backend,
     scale: Scale,
     seed: u64,
+    progress: impl FnMut(usize, usize, &str),
+) -> Vec<CaseOutcome> {
+    validate_families(backend, &super::all(), scale, seed, progress)
+}
+
+/// [`validate_all`] for `families` only (`rustile validate FAMILY`).
+pub fn validate_families(
+    backend: &Backend,
+    families: &[&'static dyn super::Family],
+    scale: Scale,
+    seed: u64,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
-    let families: Vec<_> = super::all()
-        .into_iter()
-        .map(|f| (f, f.cases(backend, scale)))
+    let families: Vec<_> = families
+        .iter()
+        .map(|&f| (f, f.cases(backend, scale)))
         .collect();
     let total = families.iter().map(|(_, c)| c.len()).sum();
     let mut out = Vec::with_capacity(total);

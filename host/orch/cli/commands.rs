@@ -1,49 +1,29 @@
 //! The commands: `transfer`, `overlap`, `launch`, `memory` and `orchestration`.
 
 use super::*;
+use crate::cli::orch::{LaunchArgs, MemoryArgs, OrchestrationArgs, OverlapArgs, TransferArgs};
 
-pub(super) fn transfer_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--max-mib", "--out"])?;
+pub(super) fn transfer_cmd(o: &TransferArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let max = o.num("--max-mib", 1024)? * MIB;
-    let r = transfer::study(&gpu, max, progress)?;
+    let r = transfer::study(&gpu, o.max_mib * MIB, progress)?;
     println!("{}", r.markdown());
     println!(
         "pinned H2D peak / best H2D of any method: {:.3}",
         r.pinned_h2d_ratio()
     );
     write(
-        &o.out(),
+        &o.out,
         "transfer.svg",
         &r.svg(&format!("Host↔device bandwidth, {}", gpu.info().name)),
     )
 }
 
-pub(super) fn overlap_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(
-        args,
-        &[
-            "--batch-mib",
-            "--chunk-mib",
-            "--streams",
-            "--reps",
-            "--compute-reps",
-            "--kernel",
-            "--order",
-            "--no-pageable",
-            "--out",
-        ],
-    )?;
-    let cfg = overlap_config(&o, Plan::new(false).overlap)?;
+pub(super) fn overlap_cmd(o: &OverlapArgs) -> Result<()> {
+    let cfg = overlap_config(o, Plan::new(false).overlap);
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let cfg = match o
-        .values
-        .get("--kernel")
-        .map(|n| kernel_spec(n))
-        .transpose()?
-    {
+    let cfg = match o.kernel {
         Some(
             spec @ (KernelSpec::GemmCalibrated { .. } | KernelSpec::Work(ChunkWork::Gemm { .. })),
         ) => {
@@ -57,69 +37,47 @@ pub(super) fn overlap_cmd(args: &[String]) -> Result<()> {
     };
     let r = overlap::study(&gpu, &cfg, progress)?;
     println!("{}", overlap::markdown(&r));
-    let out = o.out();
-    write(&out, "timeline.json", &r.timeline.chrome_trace_json())?;
-    write(&out, "timeline.svg", &r.timeline.svg_gantt())?;
+    let out = &o.out;
+    write(out, "timeline.json", &r.timeline.chrome_trace_json())?;
+    write(out, "timeline.svg", &r.timeline.svg_gantt())?;
     if let Some(t) = &r.pageable_timeline {
-        write(&out, "timeline-pageable.svg", &t.svg_gantt())?;
+        write(out, "timeline-pageable.svg", &t.svg_gantt())?;
     }
     Ok(())
 }
 
-pub(super) fn launch_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--kernels", "--reps"])?;
+pub(super) fn launch_cmd(o: &LaunchArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let r = launch::study(&gpu, o.num("--kernels", 2000)?, o.num("--reps", 10)?)?;
+    let r = launch::study(&gpu, o.kernels, o.reps)?;
     println!("{}", r.markdown());
     Ok(())
 }
 
-pub(super) fn memory_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(args, &["--sizes-mib", "--iterations", "--reps"])?;
+pub(super) fn memory_cmd(o: &MemoryArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("{}\n", header(&gpu));
-    let sizes: Vec<usize> = o
-        .list("--sizes-mib", &[1, 64, 256])?
-        .iter()
-        .map(|m| m * MIB)
-        .collect();
-    let r = pool::study(
-        &gpu,
-        &sizes,
-        o.num("--iterations", 100)?,
-        o.num("--reps", 5)?,
-    )?;
+    let sizes: Vec<usize> = o.sizes_mib.iter().map(|m| m * MIB).collect();
+    let r = pool::study(&gpu, &sizes, o.iterations, o.reps)?;
     println!("{}", r.markdown());
     Ok(())
 }
 
 /// Everything, with one results file set.
-pub(super) fn orchestration_cmd(args: &[String]) -> Result<()> {
-    let o = Opts::parse(
-        args,
-        &[
-            "--quick",
-            "--gather",
-            "--gather-batch-mib",
-            "--gather-chunk-mib",
-            "--gemm-k",
-            "--out",
-        ],
-    )?;
-    let plan = Plan::new(o.has("--quick"));
+pub(super) fn orchestration_cmd(o: &OrchestrationArgs) -> Result<()> {
+    let plan = Plan::new(o.quick);
     let base = &plan.overlap;
     let gather_cfg = overlap::OverlapConfig {
         work: ChunkWork::Gather {
             kernel: crate::families::strided::BEST,
-            stride: o.num("--gather", GATHER_STRIDE)?,
+            stride: o.gather,
         },
         pageable: false,
-        batch_elems: o.num("--gather-batch-mib", base.batch_elems * 4 / MIB)? * MIB / 4,
-        chunk_elems: o.num("--gather-chunk-mib", base.chunk_elems * 4 / MIB)? * MIB / 4,
+        batch_elems: o.gather_batch_mib.map_or(base.batch_elems, |m| m * MIB / 4),
+        chunk_elems: o.gather_chunk_mib.map_or(base.chunk_elems, |m| m * MIB / 4),
         ..base.clone()
     };
-    let out = o.out();
+    let out = &o.out;
     let gpu = Gpu::new(0)?;
     let head = header(&gpu);
     println!("{head}\n");
@@ -142,7 +100,7 @@ pub(super) fn orchestration_cmd(args: &[String]) -> Result<()> {
     println!("{}", overlap::markdown(&ov_gather));
     // The inference pattern: rows of A streamed, B resident, one SGEMM launch per chunk, the
     // chunk rows and N calibrated so compute ≈ H2D with an output at most a third of the input.
-    let gemm_k = o.num("--gemm-k", GEMM_K)?;
+    let gemm_k = o.gemm_k;
     let (gemm_cfg, gemm_shape) = spec_config(
         &gpu,
         KernelSpec::GemmCalibrated { k: gemm_k },
@@ -235,7 +193,7 @@ pub(super) fn orchestration_cmd(args: &[String]) -> Result<()> {
         la.markdown(),
         al.markdown()
     );
-    write(&out, "results.md", &md)?;
+    write(out, "results.md", &md)?;
     #[derive(serde::Serialize)]
     struct All<'a> {
         device: &'a str,
@@ -256,7 +214,7 @@ pub(super) fn orchestration_cmd(args: &[String]) -> Result<()> {
         allocation: &'a pool::AllocReport,
     }
     write(
-        &out,
+        out,
         "results.json",
         &json(&All {
             device: &head,
@@ -278,18 +236,18 @@ pub(super) fn orchestration_cmd(args: &[String]) -> Result<()> {
         })?,
     )?;
     write(
-        &out,
+        out,
         "transfer.svg",
         &t.svg(&format!("Host↔device bandwidth, {}", gpu.info().name)),
     )?;
-    write(&out, "timeline.json", &ov.timeline.chrome_trace_json())?;
-    write(&out, "timeline.svg", &ov.timeline.svg_gantt())?;
+    write(out, "timeline.json", &ov.timeline.chrome_trace_json())?;
+    write(out, "timeline.svg", &ov.timeline.svg_gantt())?;
     if let Some(p) = ov_copy
         .pageable_timeline
         .as_ref()
         .or(ov.pageable_timeline.as_ref())
     {
-        write(&out, "timeline-pageable.svg", &p.svg_gantt())?;
+        write(out, "timeline-pageable.svg", &p.svg_gantt())?;
     }
     Ok(())
 }

@@ -1,15 +1,6 @@
-//! The orchestration commands of the `rustile` CLI:
-//!
-//! ```text
-//! rustile transfer       [--max-mib N] [--out DIR]
-//! rustile overlap        [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N]
-//!                        [--compute-reps K] [--kernel copy|transpose|gather[:S]|gemm[:K[:N]]]
-//!                        [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
-//! rustile launch         [--kernels N] [--reps N]
-//! rustile memory         [--sizes-mib 1,64,256] [--iterations N] [--reps N]
-//! rustile orchestration  [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N]
-//!                        [--gemm-k K] [--out DIR]  all four; tables, trace JSON and SVGs
-//! ```
+//! The orchestration commands of the `rustile` CLI: `transfer`, `overlap`, `launch`, `memory`
+//! and `orchestration` (all four; tables, trace JSON and SVGs). Their arguments are parsed and
+//! checked by [`crate::cli::orch`].
 
 mod commands;
 mod spec;
@@ -18,97 +9,13 @@ pub use spec::*;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::pipeline::{ChunkWork, StageOrder};
 use super::{launch, overlap, pool, transfer};
+use crate::cli::orch::{OrchCommand, OverlapArgs};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-
-/// Usage text.
-pub const USAGE: &str = "  transfer      [--max-mib N] [--out DIR]            H2D/D2H GB/s vs size: pageable, pinned, write-combined
-  overlap       [--batch-mib N] [--chunk-mib N] [--streams 1,2,3,4] [--reps N] [--compute-reps K]
-                [--kernel copy|transpose|gather[:S]|gemm[:K[:N]]] [--order free,h2d,compute,all] [--no-pageable] [--out DIR]
-                                                     chunked H2D → kernel → D2H over N streams vs ideal
-                                                     (gemm: rows of A streamed, B resident, one SGEMM per
-                                                     chunk; without N the chunk rows and N are calibrated)
-  launch        [--kernels N] [--reps N]             µs per kernel: plain vs CUDA graph; cost of a sync
-  memory        [--sizes-mib LIST] [--iterations N] [--reps N]   stream-ordered pool vs cuMemAlloc; stats
-  orchestration [--quick] [--gather S] [--gather-batch-mib N] [--gather-chunk-mib N] [--gemm-k K] [--out DIR]
-                                                     all of the above (overlap with copy, transpose, a
-                                                     stride-S gather and the SGEMM with resident B);
-                                                     writes results.md/json, SVGs, trace";
-
-const SWITCHES: [&str; 2] = ["--quick", "--no-pageable"];
-
-struct Opts {
-    values: HashMap<String, String>,
-}
-
-impl Opts {
-    fn parse(args: &[String], allowed: &[&str]) -> Result<Self> {
-        let mut values = HashMap::new();
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            if !allowed.contains(&flag.as_str()) {
-                return Err(Error::Usage(format!(
-                    "unknown option `{flag}` (this command takes {})",
-                    allowed.join(", ")
-                )));
-            }
-            let value = if SWITCHES.contains(&flag.as_str()) {
-                String::new()
-            } else {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))?
-            };
-            values.insert(flag.clone(), value);
-        }
-        Ok(Self { values })
-    }
-
-    fn has(&self, flag: &str) -> bool {
-        self.values.contains_key(flag)
-    }
-
-    fn num(&self, flag: &str, default: usize) -> Result<usize> {
-        match self.values.get(flag) {
-            None => Ok(default),
-            Some(v) => {
-                v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    Error::Usage(format!("{flag} needs a positive number, got `{v}`"))
-                })
-            }
-        }
-    }
-
-    fn list(&self, flag: &str, default: &[usize]) -> Result<Vec<usize>> {
-        match self.values.get(flag) {
-            None => Ok(default.to_vec()),
-            Some(v) => v
-                .split(',')
-                .map(|s| {
-                    s.trim()
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| {
-                            Error::Usage(format!("{flag}: `{s}` is not a positive number"))
-                        })
-                })
-                .collect(),
-        }
-    }
-
-    fn out(&self) -> PathBuf {
-        self.values
-            .get("--out")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("target/rustile-orchestration"))
-    }
-}
 
 const MIB: usize = 1 << 20;
 
@@ -189,36 +96,25 @@ impl Plan {
     }
 }
 
-fn overlap_config(o: &Opts, base: overlap::OverlapConfig) -> Result<overlap::OverlapConfig> {
-    Ok(overlap::OverlapConfig {
-        batch_elems: o.num("--batch-mib", base.batch_elems * 4 / MIB)? * MIB / 4,
-        chunk_elems: o.num("--chunk-mib", base.chunk_elems * 4 / MIB)? * MIB / 4,
-        streams: o.list("--streams", &base.streams)?,
-        reps: o.num("--reps", base.reps)?,
-        compute_reps: match o.values.get("--compute-reps") {
-            None => None,
-            Some(_) => Some(o.num("--compute-reps", 1)?),
-        },
-        pageable: !o.has("--no-pageable"),
-        work: match o
-            .values
-            .get("--kernel")
-            .map(|n| kernel_spec(n))
-            .transpose()?
-        {
+fn overlap_config(o: &OverlapArgs, base: overlap::OverlapConfig) -> overlap::OverlapConfig {
+    overlap::OverlapConfig {
+        batch_elems: o.batch_mib.map_or(base.batch_elems, |m| m * MIB / 4),
+        chunk_elems: o.chunk_mib.map_or(base.chunk_elems, |m| m * MIB / 4),
+        streams: o.streams.clone().unwrap_or(base.streams),
+        reps: o.reps.unwrap_or(base.reps),
+        compute_reps: o.compute_reps,
+        pageable: !o.no_pageable,
+        work: match o.kernel {
             Some(KernelSpec::Work(w)) => w,
             // Resolved after the calibration, by `spec_config`.
             Some(KernelSpec::GemmCalibrated { .. }) | None => base.work,
         },
-        orders: match o.values.get("--order") {
-            None => base.orders,
-            Some(list) => list.split(',').map(order).collect::<Result<_>>()?,
-        },
-    })
+        orders: o.order.clone().unwrap_or(base.orders),
+    }
 }
 
 /// A stage ordering by name: `free`, `h2d`, `compute` (H2D and compute) or `all`.
-fn order(name: &str) -> Result<StageOrder> {
+pub fn order(name: &str) -> Result<StageOrder> {
     match name.trim() {
         "free" => Ok(StageOrder::Free),
         "h2d" => Ok(StageOrder::H2d),
@@ -246,16 +142,13 @@ fn header(gpu: &Gpu) -> String {
     )
 }
 
-/// Runs `command` (`transfer`, `overlap`, `launch`, `memory`, `orchestration`) with `args`.
-/// Returns `None` if `command` is not one of them.
-pub fn run(command: &str, args: &[String]) -> Option<Result<()>> {
-    let r = match command {
-        "transfer" => commands::transfer_cmd(args),
-        "overlap" => commands::overlap_cmd(args),
-        "launch" => commands::launch_cmd(args),
-        "memory" => commands::memory_cmd(args),
-        "orchestration" => commands::orchestration_cmd(args),
-        _ => return None,
-    };
-    Some(r)
+/// Runs an orchestration study.
+pub fn run(cmd: &OrchCommand) -> Result<()> {
+    match cmd {
+        OrchCommand::Transfer(a) => commands::transfer_cmd(a),
+        OrchCommand::Overlap(a) => commands::overlap_cmd(a),
+        OrchCommand::Launch(a) => commands::launch_cmd(a),
+        OrchCommand::Memory(a) => commands::memory_cmd(a),
+        OrchCommand::Orchestration(a) => commands::orchestration_cmd(a),
+    }
 }

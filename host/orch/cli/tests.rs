@@ -1,47 +1,73 @@
 //! Unit tests.
 
 use super::*;
+use crate::cli::orch::OrchCommand;
 
-fn args(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
+fn parse(line: &str) -> Result<OrchCommand, clap::Error> {
+    let cli = crate::cli::Cli::try_parse_checked(
+        std::iter::once("rustile").chain(line.split_whitespace()),
+    )?;
+    match cli.command {
+        Some(crate::cli::Command::Orch(o)) => Ok(o),
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+fn overlap_args(line: &str) -> OverlapArgs {
+    match parse(&format!("overlap {line}")).unwrap() {
+        OrchCommand::Overlap(o) => o,
+        other => panic!("{line}: {other:?}"),
+    }
 }
 
 #[test]
 fn options_parse_and_reject() {
-    let o = Opts::parse(
-        &args("--streams 1,3 --chunk-mib 8 --no-pageable"),
-        &["--streams", "--chunk-mib", "--no-pageable"],
-    )
-    .unwrap();
-    assert_eq!(o.list("--streams", &[]).unwrap(), vec![1, 3]);
-    assert_eq!(o.num("--chunk-mib", 1).unwrap(), 8);
-    assert!(o.has("--no-pageable"));
-    assert!(matches!(
-        Opts::parse(&args("--bogus 1"), &["--reps"]),
-        Err(Error::Usage(_))
-    ));
-    assert!(matches!(
-        Opts::parse(&args("--reps"), &["--reps"]),
-        Err(Error::Usage(_))
-    ));
-    let o = Opts::parse(&args("--reps 0 --streams 1,x"), &["--reps", "--streams"]).unwrap();
-    assert!(o.num("--reps", 1).is_err());
-    assert!(o.list("--streams", &[]).is_err());
+    let o = overlap_args("--streams 1,3 --chunk-mib 8 --no-pageable");
+    assert_eq!(o.streams, Some(vec![1, 3]));
+    assert_eq!(o.chunk_mib, Some(8));
+    assert!(o.no_pageable);
+    for bad in [
+        "overlap --bogus 1",
+        "overlap --reps",
+        "overlap --reps 0",
+        "overlap --streams 1,x",
+        "overlap --order free,sideways",
+        "overlap --kernel scan",
+        "launch --batch-mib 4",
+        "memory --sizes-mib 0",
+        "transfer --max-mib -1",
+        "orchestration --quick --gather 0",
+    ] {
+        assert_eq!(parse(bad).unwrap_err().exit_code(), 2, "{bad}");
+    }
+    let OrchCommand::Memory(m) = parse("memory").unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (m.sizes_mib, m.iterations, m.reps),
+        (vec![1, 64, 256], 100, 5)
+    );
+    let OrchCommand::Orchestration(o) = parse("orchestration --quick --gemm-k 8192").unwrap()
+    else {
+        panic!()
+    };
+    assert!(o.quick);
+    assert_eq!((o.gather, o.gemm_k), (GATHER_STRIDE, 8192));
 }
 
 #[test]
 fn overlap_options_map_to_elements() {
-    let o = Opts::parse(
-        &args("--batch-mib 64 --chunk-mib 4 --compute-reps 3"),
-        &["--batch-mib", "--chunk-mib", "--compute-reps"],
-    )
-    .unwrap();
-    let c = overlap_config(&o, Plan::new(true).overlap).unwrap();
+    let o = overlap_args("--batch-mib 64 --chunk-mib 4 --compute-reps 3 --order free,all");
+    let c = overlap_config(&o, Plan::new(true).overlap);
     assert_eq!(
         (c.batch_elems, c.chunk_elems, c.compute_reps),
         (16 * MIB, MIB, Some(3))
     );
     assert!(c.pageable);
+    assert_eq!(c.orders, vec![StageOrder::Free, StageOrder::All]);
+    let c = overlap_config(&overlap_args(""), Plan::new(true).overlap);
+    assert_eq!(c.streams, vec![1, 2, 3, 4]);
+    assert_eq!(c.compute_reps, None);
 }
 
 #[test]
@@ -109,15 +135,9 @@ fn gemm_specs_and_row_candidates() {
     // Small chunks: at least 64 rows, no duplicates.
     assert_eq!(gemm_row_candidates(64 * 4096, 4096), vec![64]);
     assert!(gemm_row_candidates(100, 0).is_empty());
-    let o = Opts::parse(&args("--kernel gemm"), &["--kernel"]).unwrap();
-    let c = overlap_config(&o, Plan::new(false).overlap).unwrap();
+    let c = overlap_config(&overlap_args("--kernel gemm"), Plan::new(false).overlap);
     assert!(
         matches!(c.work, ChunkWork::Copy(_)),
         "resolved after the calibration"
     );
-}
-
-#[test]
-fn unknown_commands_fall_through() {
-    assert!(run("bench", &[]).is_none());
 }

@@ -1,0 +1,377 @@
+//! `rustile bench FAMILY`: the sweeps on the GPU.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::suite::print_info;
+use super::{positive, status, writable_dir, Seed};
+use crate::bench::{self, Sweep};
+use crate::gemm::GemmProblem;
+use crate::harness::{L2Mode, TimingConfig};
+use crate::{DType, Error, Family, Gpu, KernelInfo, Problem, Result};
+
+/// The families `bench` sweeps.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Contiguous copy variants vs cuMemcpyDtoD
+    Copy(CopyArgs),
+    /// Strided gather at every stride 1..32
+    Strided(StridedArgs),
+    /// Transpose variants
+    Transpose(TransposeArgs),
+    /// The SGEMM ladder vs cuBLAS: TFLOP/s, × cuBLAS, × FP32 peak, registers, occupancy
+    Gemm(GemmArgs),
+    /// copy, strided, transpose and gemm at their default sizes
+    All(SweepArgs),
+    /// CPU (gemm crate, all cores) vs GPU SGEMM, kernel alone and with transfers
+    Crossover(CrossoverArgs),
+}
+
+/// `--dtype`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DtypeChoice {
+    /// 32-bit float
+    F32,
+    /// 16-bit float
+    F16,
+    /// f32 and f16
+    All,
+}
+
+impl DtypeChoice {
+    /// The dtypes it names.
+    pub fn dtypes(self) -> Vec<DType> {
+        match self {
+            Self::F32 => vec![DType::F32],
+            Self::F16 => vec![DType::F16],
+            Self::All => vec![DType::F32, DType::F16],
+        }
+    }
+}
+
+/// `--l2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum L2Choice {
+    /// Rotate through input sets larger than 3× the L2
+    Rotate,
+    /// Flush the L2 before every repetition
+    Flush,
+    /// Both
+    Both,
+}
+
+impl L2Choice {
+    /// The modes it names.
+    pub fn modes(self) -> Vec<L2Mode> {
+        match self {
+            Self::Rotate => vec![L2Mode::Rotate],
+            Self::Flush => vec![L2Mode::Flush],
+            Self::Both => L2Mode::ALL.to_vec(),
+        }
+    }
+}
+
+/// The options of a memory-family sweep.
+#[derive(Clone, Debug, Args)]
+pub struct SweepArgs {
+    /// Element types
+    #[arg(long, value_enum, default_value_t = DtypeChoice::All)]
+    pub dtype: DtypeChoice,
+    /// How repetitions are kept from hitting in the L2
+    #[arg(long, value_enum, default_value_t = L2Choice::Both)]
+    pub l2: L2Choice,
+    /// Timed repetitions per case (≥ 1)
+    #[arg(long, value_name = "N", value_parser = positive, default_value_t = TimingConfig::default().reps)]
+    pub reps: usize,
+    /// Untimed repetitions first
+    #[arg(long, value_name = "N", default_value_t = TimingConfig::default().warmup)]
+    pub warmup: usize,
+    /// Results directory (`<family>.json` and `.csv`)
+    #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub seed: Seed,
+}
+
+/// Problems parsed from `--sizes` for one family.
+#[derive(Clone, Debug)]
+pub struct Sizes(pub Vec<Problem>);
+
+fn sizes_of(family: Family, s: &str) -> Result<Sizes, String> {
+    bench::parse_sizes(family, s)
+        .map(Sizes)
+        .map_err(|e| e.to_string())
+}
+
+/// `rustile bench copy`.
+#[derive(Clone, Debug, Args)]
+pub struct CopyArgs {
+    /// Element counts, comma-separated [default: 16777216,67108864,268435456,268435459]
+    #[arg(long, value_name = "N,N,…", value_parser = |s: &str| sizes_of(Family::Copy, s))]
+    pub sizes: Option<Sizes>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+}
+
+/// `rustile bench strided`.
+#[derive(Clone, Debug, Args)]
+pub struct StridedArgs {
+    /// Output element counts, each run at every stride 1..32 [default: 33554432]
+    #[arg(long, value_name = "N,N,…", value_parser = |s: &str| sizes_of(Family::Strided, s))]
+    pub sizes: Option<Sizes>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+}
+
+/// `rustile bench transpose`.
+#[derive(Clone, Debug, Args)]
+pub struct TransposeArgs {
+    /// Matrices ROWSxCOLS, comma-separated [default: 4096x4096,8192x8192,8191x8193]
+    #[arg(long, value_name = "RxC,…", value_parser = |s: &str| sizes_of(Family::Transpose, s))]
+    pub sizes: Option<Sizes>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+}
+
+/// The SGEMM ladder's default sizes.
+pub const GEMM_SIZES: &str = "128,256,512,1000,1024,2048,4093,4096,8192,8192x8192x512";
+
+/// `rustile bench gemm`.
+#[derive(Clone, Debug, Args)]
+pub struct GemmArgs {
+    /// Problems N or MxNxK, comma-separated
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = gemm_shape,
+          default_value = GEMM_SIZES)]
+    pub sizes: Vec<GemmProblem>,
+    /// Variants (ladder steps and experiments) [default: the ladder]
+    #[arg(long, value_name = "A,B,…", value_delimiter = ',', value_parser = gemm_variant)]
+    pub variants: Option<Vec<&'static KernelInfo>>,
+    /// Results directory (gemm.json)
+    #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub seed: Seed,
+}
+
+fn gemm_shape(s: &str) -> Result<GemmProblem, String> {
+    crate::gemm::parse_shape(s).map_err(|e| e.to_string())
+}
+
+fn gemm_variant(name: &str) -> Result<&'static KernelInfo, String> {
+    let all = || {
+        crate::gemm::variants().chain(rustile_kernels::registry::of(
+            Family::Gemm,
+            rustile_kernels::registry::Role::Experiment,
+        ))
+    };
+    all().find(|k| k.name == name.trim()).ok_or_else(|| {
+        let names: Vec<_> = all().map(|k| k.name).collect();
+        format!(
+            "unknown gemm variant `{name}`; there are {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// `rustile bench crossover`.
+#[derive(Clone, Debug, Args)]
+pub struct CrossoverArgs {
+    /// Square sizes N, comma-separated
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',', value_parser = positive,
+          default_value = "32,64,128,256,512,1024,2048,4096")]
+    pub sizes: Vec<usize>,
+    /// Results directory (crossover.json)
+    #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub seed: Seed,
+}
+
+/// Runs `rustile bench …`.
+pub fn run(cmd: &BenchCommand) -> Result<()> {
+    let (families, sizes, sweep_args) = match cmd {
+        BenchCommand::Crossover(a) => return crossover(a),
+        BenchCommand::Gemm(a) => {
+            let gpu = Gpu::new(0)?;
+            print_info(&gpu);
+            return gemm(&gpu, a);
+        }
+        BenchCommand::Copy(a) => (vec![Family::Copy], a.sizes.clone(), &a.sweep),
+        BenchCommand::Strided(a) => (vec![Family::Strided], a.sizes.clone(), &a.sweep),
+        BenchCommand::Transpose(a) => (vec![Family::Transpose], a.sizes.clone(), &a.sweep),
+        BenchCommand::All(a) => (
+            vec![
+                Family::Copy,
+                Family::Strided,
+                Family::Transpose,
+                Family::Gemm,
+            ],
+            None,
+            a,
+        ),
+    };
+    let timing = TimingConfig {
+        warmup: sweep_args.warmup,
+        reps: sweep_args.reps,
+        ..TimingConfig::default()
+    };
+    let out = &sweep_args.out;
+    let gpu = Gpu::new(0)?;
+    print_info(&gpu);
+    for family in families {
+        if family == Family::Gemm {
+            gemm(
+                &gpu,
+                &GemmArgs {
+                    sizes: gemm_default_sizes()?,
+                    variants: None,
+                    out: out.clone(),
+                    seed: sweep_args.seed,
+                },
+            )?;
+            continue;
+        }
+        let mut sweep = Sweep::default_for(family);
+        if let Some(Sizes(problems)) = &sizes {
+            sweep.problems = problems.clone();
+        }
+        sweep.dtypes = sweep_args.dtype.dtypes();
+        sweep.modes = sweep_args.l2.modes();
+        let rows = bench::run(&gpu, &sweep, &timing, sweep_args.seed.get(), status)?;
+        status("");
+        bench::write_results(&rows, out, family.name())?;
+        println!("\n{}", bench::markdown(&rows));
+    }
+    println!("results: {}/<family>.json and .csv", out.display());
+    Ok(())
+}
+
+fn gemm_default_sizes() -> Result<Vec<GemmProblem>> {
+    GEMM_SIZES
+        .split(',')
+        .map(crate::gemm::parse_shape)
+        .collect()
+}
+
+/// The CPU–GPU crossover study.
+fn crossover(a: &CrossoverArgs) -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    print_info(&gpu);
+    let rows = crate::gemm::crossover::run(&gpu, &a.sizes, a.seed.get(), status)?;
+    status("");
+    println!("\n{}", crate::gemm::crossover::markdown(&rows));
+    write_json(&a.out, "crossover.json", &rows)?;
+    Ok(())
+}
+
+/// The SGEMM ladder: every variant, cuBLAS and the dispatcher at each size.
+fn gemm(gpu: &Gpu, a: &GemmArgs) -> Result<()> {
+    let variants: Vec<_> = match &a.variants {
+        None => crate::gemm::variants().collect(),
+        Some(v) => v.clone(),
+    };
+    let rows = crate::gemm::bench(gpu, &a.sizes, &variants, 0.3, a.seed.get(), status)?;
+    status("");
+    println!("\n{}", crate::gemm::markdown(&rows));
+    let path = write_json(&a.out, "gemm.json", &rows)?;
+    println!("results: {}", path.display());
+    Ok(())
+}
+
+fn write_json<T: serde::Serialize>(dir: &Path, name: &str, rows: &T) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let path = dir.join(name);
+    let json = serde_json::to_string_pretty(rows).map_err(|e| Error::Usage(e.to_string()))?;
+    std::fs::write(&path, json).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use super::*;
+
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_checked(std::iter::once("rustile").chain(line.split_whitespace()))
+    }
+
+    fn bench(line: &str) -> BenchCommand {
+        match parse(line).unwrap().command {
+            Some(Command::Bench(b)) => b,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sweep_options_parse_to_typed_values() {
+        let BenchCommand::Transpose(t) = bench(
+            "bench transpose --sizes 64x32,8x8 --dtype f16 --l2 flush --reps 3 --warmup 0 \
+             --seed 9 --out target/rustile-bench",
+        ) else {
+            panic!()
+        };
+        assert_eq!(t.sizes.unwrap().0.len(), 2);
+        assert_eq!(t.sweep.dtype.dtypes(), vec![DType::F16]);
+        assert_eq!(t.sweep.l2.modes(), vec![L2Mode::Flush]);
+        assert_eq!((t.sweep.reps, t.sweep.warmup), (3, 0));
+        assert_eq!(t.sweep.seed.seed, Some(9));
+        let BenchCommand::Copy(c) = bench("bench copy") else {
+            panic!()
+        };
+        assert!(c.sizes.is_none());
+        assert_eq!(c.sweep.dtype.dtypes(), vec![DType::F32, DType::F16]);
+        assert_eq!(c.sweep.l2.modes(), L2Mode::ALL.to_vec());
+        assert_eq!(c.sweep.reps, TimingConfig::default().reps);
+    }
+
+    #[test]
+    fn gemm_and_crossover_options() {
+        let BenchCommand::Gemm(g) =
+            bench("bench gemm --sizes 4096,8192x8192x512 --variants warptile")
+        else {
+            panic!()
+        };
+        assert_eq!(g.sizes.len(), 2);
+        assert_eq!(g.sizes[1], GemmProblem::new(8192, 8192, 512));
+        assert_eq!(g.variants.unwrap()[0].name, "warptile");
+        let BenchCommand::Gemm(g) = bench("bench gemm") else {
+            panic!()
+        };
+        assert_eq!(g.sizes, gemm_default_sizes().unwrap());
+        let BenchCommand::Crossover(c) = bench("bench crossover --sizes 32,64") else {
+            panic!()
+        };
+        assert_eq!(c.sizes, vec![32, 64]);
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for bad in [
+            "bench",
+            "bench hgemm",
+            "bench copy --sizes abc",
+            "bench copy --reps 0",
+            "bench copy --dtype bf8",
+            "bench copy --l2 sometimes",
+            "bench copy --warmup -1",
+            "bench transpose --sizes 64",
+            "bench all --sizes 4096",
+            "bench gemm --sizes abc",
+            "bench gemm --sizes 1x2",
+            "bench gemm --variants nope",
+            "bench gemm --dtype f16",
+            "bench crossover --sizes 0",
+            "bench copy --out /proc/rustile",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}: {e}");
+        }
+    }
+}
