@@ -23,6 +23,13 @@ pub struct BufArg {
     pub addr: u64,
 }
 
+impl BufArg {
+    /// The buffer `name` of `len` elements at `addr`.
+    pub const fn new(name: &'static str, len: usize, addr: u64) -> Self {
+        BufArg { name, len, addr }
+    }
+}
+
 /// `family/variant`.
 pub fn kernel_name(kernel: &KernelInfo) -> String {
     format!("{}/{}", kernel.family.name(), kernel.name)
@@ -217,16 +224,8 @@ pub(crate) fn launch_on_gpu<T: DeviceElem>(
     let (src_ptr, _src_guard) = src.device_ptr(stream);
     let (dst_ptr, _dst_guard) = dst.device_ptr_mut(stream);
     let plan = plan(
-        BufArg {
-            name: "src",
-            len: src_len,
-            addr: src_ptr,
-        },
-        BufArg {
-            name: "dst",
-            len: dst_len,
-            addr: dst_ptr,
-        },
+        BufArg::new("src", src_len, src_ptr),
+        BufArg::new("dst", dst_len, dst_ptr),
     )?;
     let launch = memory_plan::<T>(kernel, src_ptr, dst_ptr, plan)?;
     // SAFETY: every memory kernel's signature is `(src: *const T, dst: *mut T, scalars…)` with
@@ -267,16 +266,8 @@ pub(crate) fn launch_on_sim<T: DeviceElem>(
     plan: impl FnOnce(BufArg, BufArg) -> Result<Plan>,
 ) -> Result<()> {
     let plan = plan(
-        BufArg {
-            name: "src",
-            len: src.len(),
-            addr: src.addr(),
-        },
-        BufArg {
-            name: "dst",
-            len: dst.len(),
-            addr: dst.addr(),
-        },
+        BufArg::new("src", src.len(), src.addr()),
+        BufArg::new("dst", dst.len(), dst.addr()),
     )?;
     memory_plan::<T>(kernel, src.addr(), dst.addr(), plan)?.simulate(sim)
 }

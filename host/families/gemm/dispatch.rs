@@ -107,21 +107,9 @@ fn launch_split_k(
     };
     part.check(
         kernel,
-        BufArg {
-            name: "a",
-            len: a.len(),
-            addr: 0,
-        },
-        BufArg {
-            name: "b",
-            len: b.len(),
-            addr: 0,
-        },
-        BufArg {
-            name: "workspace",
-            len: w.len(),
-            addr: 0,
-        },
+        BufArg::new("a", a.len(), 0),
+        BufArg::new("b", b.len(), 0),
+        BufArg::new("workspace", w.len(), 0),
     )?;
     let (_, entry) = rustile_kernels::registry::by_symbol(symbol)
         .ok_or_else(|| Error::Usage(format!("no registered entry `{symbol}`")))?;
@@ -175,21 +163,9 @@ pub fn run(
     // Check the caller's buffers against the caller's problem before reading them.
     p.check(
         &v05_blocktile_2d::INFO,
-        BufArg {
-            name: "a",
-            len: a.len(),
-            addr: 0,
-        },
-        BufArg {
-            name: "b",
-            len: b.len(),
-            addr: 0,
-        },
-        BufArg {
-            name: "c",
-            len: c.len(),
-            addr: 0,
-        },
+        BufArg::new("a", a.len(), 0),
+        BufArg::new("b", b.len(), 0),
+        BufArg::new("c", c.len(), 0),
     )?;
     // One pointer per caller buffer, its stream-order guard held until every step below is
     // enqueued; the steps take `Range`s of it.

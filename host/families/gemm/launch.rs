@@ -26,21 +26,9 @@ pub fn launch(
     let (pc, _gc) = c.device_ptr_mut(stream);
     p.check(
         kernel,
-        BufArg {
-            name: "a",
-            len: la,
-            addr: pa,
-        },
-        BufArg {
-            name: "b",
-            len: lb,
-            addr: pb,
-        },
-        BufArg {
-            name: "c",
-            len: lc,
-            addr: pc,
-        },
+        BufArg::new("a", la, pa),
+        BufArg::new("b", lb, pb),
+        BufArg::new("c", lc, pc),
     )?;
     let plan = p.plan(kernel, [pa, pb, pc])?;
     // SAFETY: every SGEMM kernel is `(a, b, c: pointers, m, n, k, lda, ldb, ldc: u32, alpha,
@@ -67,21 +55,9 @@ pub fn launch_on(
         (Backend::Simulator(sim), Buf::Sim(a), Buf::Sim(b), Buf::Sim(c)) => {
             p.check(
                 kernel,
-                BufArg {
-                    name: "a",
-                    len: a.len(),
-                    addr: a.addr(),
-                },
-                BufArg {
-                    name: "b",
-                    len: b.len(),
-                    addr: b.addr(),
-                },
-                BufArg {
-                    name: "c",
-                    len: c.len(),
-                    addr: c.addr(),
-                },
+                BufArg::new("a", a.len(), a.addr()),
+                BufArg::new("b", b.len(), b.addr()),
+                BufArg::new("c", c.len(), c.addr()),
             )?;
             p.plan(kernel, [a.addr(), b.addr(), c.addr()])?.simulate(sim)
         }

@@ -128,6 +128,14 @@ impl Variant {
             Variant::WgmmaWs => &rustile_kernels::hgemm::v03_wgmma_ws::INFO,
         }
     }
+
+    /// The record that runs: the variant's, or for `mma_pipeline` the tuning configuration's.
+    pub fn kernel(self, tuning: Option<&Tuning>) -> &'static KernelInfo {
+        match (self, tuning) {
+            (Variant::MmaPipeline, Some(t)) => t.info,
+            _ => self.info(),
+        }
+    }
 }
 
 /// The registry signature `(input, output, B layout)` of `p`.

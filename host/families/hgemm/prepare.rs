@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
-use rustile_kernels::hgemm::{v01_mma, v03_wgmma_ws};
-use rustile_kernels::registry::DType;
+use rustile_kernels::gpu::sched::TileGrid;
+use rustile_kernels::hgemm::v03_wgmma_ws;
+use rustile_kernels::registry::{DType, Launch};
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
@@ -182,38 +183,23 @@ pub fn prepare_with(
             ),
         });
     }
-    let (info, threads, shared, grid) = match variant {
-        Variant::WgmmaWs => {
+    if variant == Variant::MmaPipeline {
+        // A tuning configuration exists for f16 in and out only: a typed refusal naming it.
+        pipeline_geometry(p, tuning)?;
+    }
+    // Block, shared bytes and grid come from the record that runs.
+    let info = variant.kernel(tuning);
+    let (threads, shared) = (info.threads(), info.shared_bytes(p.ty));
+    let grid = match info.launch {
+        Launch::Persistent { tile } => {
             // The device's tile scheduler, compiled for the host: the grid and the tile walk
             // are one definition. (`p.check` keeps M and N within u32.)
-            let tiles = rustile_kernels::gpu::sched::TileGrid::new(
-                p.m as u32,
-                p.n as u32,
-                v03_wgmma_ws::BM,
-                v03_wgmma_ws::BN,
-                group,
-            );
-            let grid = tiles.persistent_grid(gpu.info().sm_count);
-            (
-                &v03_wgmma_ws::INFO,
-                v03_wgmma_ws::THREADS,
-                v03_wgmma_ws::SHARED_BYTES,
-                (grid, 1),
-            )
+            let tiles = TileGrid::new(p.m as u32, p.n as u32, tile.0, tile.1, group);
+            (tiles.persistent_grid(gpu.info().sm_count), 1)
         }
-        Variant::Mma => (
-            &v01_mma::INFO,
-            v01_mma::THREADS,
-            v01_mma::SHARED_BYTES,
-            (
-                p.n.div_ceil(v01_mma::BN as usize) as u32,
-                p.m.div_ceil(v01_mma::BM as usize) as u32,
-            ),
-        ),
-        Variant::MmaPipeline => {
-            let g = pipeline_geometry(p, tuning)?;
-            let info = tuning.map_or(&rustile_kernels::hgemm::v02_mma_pipeline::INFO, |t| t.info);
-            (info, g.threads, g.shared, g.grid(p))
+        launch => {
+            let (x, y, _) = launch.tile_grid(p.m as u64, p.n as u64).unwrap_or((1, 1, 1));
+            (x as u32, y as u32)
         }
     };
     let entry = entry_of(info, p)?;

@@ -1,7 +1,6 @@
 //! Validated runs on the GPU and in the simulator.
 
 use cudarc::driver::DevicePtr;
-use rustile_kernels::hgemm::v01_mma;
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::registry::DType;
 
@@ -120,13 +119,8 @@ pub fn validate_sim_tuned(
     seed: u64,
 ) -> Result<Checked> {
     p.check()?;
-    let (info, threads, shared, (bm, bn)) = match variant {
-        Variant::Mma => (
-            &v01_mma::INFO,
-            v01_mma::THREADS,
-            v01_mma::SHARED_BYTES,
-            (v01_mma::BM, v01_mma::BN),
-        ),
+    match variant {
+        Variant::Mma => {}
         Variant::MmaPipeline => {
             if !p.tma_ok([0, 0]) {
                 return Err(Error::Unsupported {
@@ -134,9 +128,8 @@ pub fn validate_sim_tuned(
                     what: "pitches must be multiples of 8 elements".into(),
                 });
             }
-            let g = pipeline_geometry(p, tuning)?;
-            let info = tuning.map_or(&rustile_kernels::hgemm::v02_mma_pipeline::INFO, |t| t.info);
-            (info, g.threads, g.shared, g.tile)
+            // A tuning configuration exists for f16 in and out only: a typed refusal naming it.
+            pipeline_geometry(p, tuning)?;
         }
         Variant::WgmmaWs => {
             return Err(Error::Unsupported {
@@ -144,7 +137,8 @@ pub fn validate_sim_tuned(
                 what: "wgmma, TMA and mbarrier are not modelled by the simulator".into(),
             })
         }
-    };
+    }
+    let info = variant.kernel(tuning);
     let [la, lb, lc] = p.lens();
     let x = Inputs::random(p, with_bias, seed);
     let a = sim.alloc::<u16>(la.max(1), "A")?;
@@ -160,17 +154,13 @@ pub fn validate_sim_tuned(
         None => 0,
     };
     let entry = entry_of(info, p)?;
-    let plan = |c: u64| crate::launch::LaunchPlan {
-        kernel: info,
-        entry,
-        grid: (
-            p.n.div_ceil(bn as usize) as u64,
-            p.m.div_ceil(bm as usize) as u64,
-            1,
-        ),
-        block: (threads, 1, 1),
-        shared_bytes: shared,
-        args: mma_args(p, [a.addr(), b.addr(), c, bias]),
+    // Block, shared bytes and grid from the record (both `mma` kernels are tiled launches).
+    let grid = info
+        .launch
+        .tile_grid(p.m as u64, p.n as u64)
+        .unwrap_or((1, 1, 1));
+    let plan = |c: u64| {
+        crate::launch::LaunchPlan::new(info, entry, grid, mma_args(p, [a.addr(), b.addr(), c, bias]))
     };
     let got: Vec<f32> = match p.out {
         DType::F16 | DType::Bf16 => {
