@@ -165,3 +165,62 @@ pub(super) fn store16(addr: u64, v: [u32; 4]) {
 pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
     a.mul_add(b, c)
 }
+
+/// `ex2.approx` in software (no libm in `no_std`): `2^x = 2^n · 2^f`, `|f| ≤ 1/2`, with a
+/// degree-8 Taylor polynomial of `e^(f·ln 2)` (relative error < 1e-8 before rounding).
+pub(super) fn ex2(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    if x >= 128.0 {
+        return f32::INFINITY;
+    }
+    if x < -126.0 {
+        return 0.0; // ftz, and 2^-inf
+    }
+    let xd = x as f64;
+    let n = (xd + 0.5) as i64 - if xd + 0.5 < 0.0 { 1 } else { 0 }; // floor(x + 1/2)
+    let f = (xd - n as f64) * core::f64::consts::LN_2;
+    let mut p = 1.0f64;
+    let mut term = 1.0f64;
+    let mut k = 1.0f64;
+    while k <= 8.0 {
+        term *= f / k;
+        p += term;
+        k += 1.0;
+    }
+    let scale = f64::from_bits(((n + 1023) as u64) << 52);
+    (p * scale) as f32
+}
+
+/// `lg2.approx` in software: exponent plus `ln(m)/ln 2` by the `atanh` series, `m` in
+/// `[√½, √2)`.
+pub(super) fn lg2(x: f32) -> f32 {
+    if x.is_nan() || x < 0.0 {
+        return f32::NAN;
+    }
+    if x == 0.0 || x < f32::MIN_POSITIVE {
+        return f32::NEG_INFINITY; // ftz
+    }
+    if x == f32::INFINITY {
+        return x;
+    }
+    let b = (x as f64).to_bits();
+    let mut e = ((b >> 52) & 0x7FF) as i64 - 1023;
+    let mut m = f64::from_bits((b & ((1u64 << 52) - 1)) | (1023u64 << 52));
+    if m > core::f64::consts::SQRT_2 {
+        m /= 2.0;
+        e += 1;
+    }
+    let u = (m - 1.0) / (m + 1.0);
+    let u2 = u * u;
+    let mut s = 0.0f64;
+    let mut pow = u;
+    let mut k = 1.0f64;
+    while k < 24.0 {
+        s += pow / k;
+        pow *= u2;
+        k += 2.0;
+    }
+    (e as f64 + 2.0 * s / core::f64::consts::LN_2) as f32
+}

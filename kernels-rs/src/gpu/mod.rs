@@ -705,3 +705,72 @@ pub unsafe fn st_shared_f32x4(addr: u32, v: [f32; 4]) {
         );
     }
 }
+
+// --- Fast transcendental functions (the softmax of attention). ---
+
+/// `2^x`, `ex2.approx.ftz.f32` (≤ 2 ulp; subnormal results flush to zero; `2^-inf` = 0). The
+/// simulator computes it in software to about 1e-7 relative.
+#[inline(always)]
+pub fn ex2(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            core::arch::asm!(
+                "ex2.approx.ftz.f32 {d}, {x};",
+                d = out(reg32) d, x = in(reg32) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::ex2(x)
+    }
+}
+
+/// `log2(x)`, `lg2.approx.ftz.f32` (`log2(0)` = −inf). Software in the simulator.
+#[inline(always)]
+pub fn lg2(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            core::arch::asm!(
+                "lg2.approx.ftz.f32 {d}, {x};",
+                d = out(reg32) d, x = in(reg32) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::lg2(x)
+    }
+}
+
+/// `1/x`, `rcp.approx.ftz.f32`. Exact division in the simulator.
+#[inline(always)]
+pub fn rcp(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            core::arch::asm!(
+                "rcp.approx.ftz.f32 {d}, {x};",
+                d = out(reg32) d, x = in(reg32) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        1.0 / x
+    }
+}

@@ -36,6 +36,41 @@ impl TcIn for Bf16 {
     const KIND: gpu::MmaKind = gpu::MmaKind::Bf16;
 }
 
+/// Rounds `lo` and `hi` to the operand type of `kind` and packs them into one register, `lo`
+/// in the low half: an `mma`/`wgmma` A-fragment pair built from f32 accumulators (attention's
+/// P). One `cvt.rn.{f16,bf16}x2.f32` on the GPU.
+#[inline(always)]
+pub fn pack2(kind: gpu::MmaKind, lo: f32, hi: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: u32;
+        // SAFETY: pure conversion. The first source goes to the upper half.
+        unsafe {
+            match kind {
+                gpu::MmaKind::F16 => core::arch::asm!(
+                    "cvt.rn.f16x2.f32 {d}, {hi}, {lo};",
+                    d = out(reg32) d, hi = in(reg32) hi, lo = in(reg32) lo,
+                    options(pure, nomem, nostack, preserves_flags)
+                ),
+                gpu::MmaKind::Bf16 => core::arch::asm!(
+                    "cvt.rn.bf16x2.f32 {d}, {hi}, {lo};",
+                    d = out(reg32) d, hi = in(reg32) hi, lo = in(reg32) lo,
+                    options(pure, nomem, nostack, preserves_flags)
+                ),
+            }
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (l, h) = match kind {
+            gpu::MmaKind::F16 => (soft::f32_to_f16(lo), soft::f32_to_f16(hi)),
+            gpu::MmaKind::Bf16 => (soft::f32_to_bf16(lo), soft::f32_to_bf16(hi)),
+        };
+        l as u32 | (h as u32) << 16
+    }
+}
+
 /// An output type: how f32 results are rounded and stored.
 pub trait TcOut: Copy {
     /// What is stored.
