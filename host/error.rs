@@ -92,6 +92,42 @@ pub enum Error {
         /// The shape, as text.
         shape: String,
     },
+    /// An argument's value is outside what the operation accepts (a shape that is not
+    /// consistent, such as query heads that are not a multiple of the key/value heads, or a
+    /// scale that is not finite and positive).
+    #[error("{kernel}: invalid argument: {what}")]
+    InvalidArgument {
+        /// Kernel or operation.
+        kernel: String,
+        /// What was wrong, with the values.
+        what: String,
+    },
+    /// Two buffers (or two rows of one strided tensor) share memory where the operation needs
+    /// them distinct: an output that overlaps an input, or strides that map two different
+    /// rows of a tensor onto the same elements.
+    #[error("{kernel}: buffer `{buffer}` overlaps {}: {what}", .with.map_or_else(|| "itself".to_string(), |w| format!("`{w}`")))]
+    Overlap {
+        /// Kernel or operation.
+        kernel: String,
+        /// The buffer (tensor) named first.
+        buffer: &'static str,
+        /// The other buffer; `None` when distinct rows of `buffer` itself overlap.
+        with: Option<&'static str>,
+        /// The addresses, spans or strides involved.
+        what: String,
+    },
+    /// A buffer's element type differs from the one the operation was given for the others.
+    #[error("{kernel}: buffer `{buffer}` holds {got} but the operation is {want}")]
+    DTypeMismatch {
+        /// Kernel or operation.
+        kernel: String,
+        /// Buffer name.
+        buffer: &'static str,
+        /// The buffer's dtype name.
+        got: &'static str,
+        /// The operation's dtype name.
+        want: &'static str,
+    },
     /// A buffer's device address is not aligned as the kernel needs.
     #[error("{kernel}: buffer `{buffer}` at {addr:#x} is not {align}-byte aligned")]
     Misaligned {

@@ -118,7 +118,7 @@ pub mod tma;
 pub mod vendor;
 
 pub use families::memory::{self, bench, Problem};
-pub use families::{copy, gemm, hgemm, selftest, strided, suite, transpose};
+pub use families::{attention, copy, gemm, hgemm, selftest, strided, suite, transpose};
 
 pub use backend::{Backend, Buf};
 pub use elem::DeviceElem;
@@ -126,7 +126,7 @@ pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
 pub use rustile_kernels::registry::{DType, Family, KernelInfo, KERNELS};
 
-pub use api::{HgemmOptions, Launched, TcElem, TcOut};
+pub use api::{AttentionOptions, HgemmOptions, Launched, TcElem, TcOut};
 /// The cudarc rustile is built on (0.19, driver + cuBLAS): use it through this re-export, so
 /// there is no second copy of it to keep at the same version and features.
 pub use cudarc;

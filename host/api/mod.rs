@@ -14,6 +14,7 @@
 //! The `check_*` functions are the front door's argument checks on lengths alone: they need no
 //! GPU, and the calls run them (or stricter ones) before launching.
 
+mod attn;
 pub(crate) mod range;
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
@@ -32,6 +33,7 @@ use crate::transpose::TransposeProblem;
 use range::{Bits, BitsMut, Range};
 
 pub use crate::hgemm::BLayout;
+pub use attn::{attention, check_attention, AttentionOptions};
 
 /// What a front-door call ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
