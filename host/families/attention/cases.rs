@@ -155,7 +155,8 @@ pub fn gpu_cases(scale: Scale) -> Vec<Spec> {
 
 /// The simulator's cases: tiny (it runs every thread of every block on the CPU), yet off
 /// every tile edge (1, 17, 64, 65, 130), causal both ways (`seq_q > seq_kv` leaves rows with
-/// nothing to see), GQA, MQA, batch 2, a packed QKV tensor and strided tensors.
+/// nothing to see), GQA, MQA, batch 2, a packed QKV tensor, strided tensors, and a peaked
+/// softmax (scale 1) over three key tiles. (`tests/attention.rs` runs more.)
 pub fn sim_cases() -> Vec<Spec> {
     let rows: &[Row] = &[
         (1, 1, 1, 1, 1, false, Arrangement::Contiguous),
@@ -169,6 +170,8 @@ pub fn sim_cases() -> Vec<Spec> {
             for &(b, nq, nkv, hq, hkv, causal, arr) in rows {
                 v.push(Spec::new(ty, Shape::new(b, nq, nkv, hq, hkv, d).with_causal(causal), arr));
             }
+            let s = Shape::new(1, 64, 130, 2, 2, d).with_causal(true).with_scale(1.0);
+            v.push(Spec::new(ty, s, Arrangement::Contiguous));
         }
     }
     v

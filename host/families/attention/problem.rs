@@ -169,7 +169,7 @@ impl Layout {
     /// tensor (Q's heads, then K's, then V's, in every row), O packed. Q starts at element
     /// 0 of that tensor, K and V at [`Layout::packed_qkv_offsets`]. Needs `seq_q = seq_kv`.
     pub fn packed_qkv(s: &Shape) -> Self {
-        let heads = s.heads_q + 2 * s.heads_kv;
+        let heads = s.heads_q.saturating_add(s.heads_kv.saturating_mul(2));
         let packed = Strides::contiguous(s.seq_q, heads, s.head_dim);
         Self {
             q: packed,
@@ -183,10 +183,13 @@ impl Layout {
     /// length.
     pub fn packed_qkv_offsets(s: &Shape) -> ([usize; 3], usize) {
         let d = s.head_dim;
-        let heads = s.heads_q + 2 * s.heads_kv;
+        let heads = s.heads_q.saturating_add(s.heads_kv.saturating_mul(2));
+        let k = s.heads_q.saturating_mul(d);
         (
-            [0, s.heads_q * d, (s.heads_q + s.heads_kv) * d],
-            s.batch * s.seq_q * heads * d,
+            [0, k, k.saturating_add(s.heads_kv.saturating_mul(d))],
+            Strides::contiguous(s.seq_q, heads, d)
+                .batch
+                .saturating_mul(s.batch),
         )
     }
 }

@@ -86,6 +86,8 @@ impl Inputs {
         };
         if packed {
             let (offs, len) = Layout::packed_qkv_offsets(&p.shape);
+            // Long enough for every tensor's span from its offset, whatever the strides.
+            let len = (0..3).map(|t| offs[t] + spans[t]).fold(len, usize::max);
             let mut buf = fill(len, 2.0, seed);
             // V's heads in [−1, 1): halve them.
             let g = p.tensors()[2];
@@ -219,9 +221,12 @@ pub fn lse_tolerance(p: &Problem, r: &RowRef) -> f64 {
 /// multiply-adds), otherwise, for the first and last heads of the first and last batches,
 /// one head inside a group and two random heads: the first and last rows, the rows around
 /// the tile edges 16, 64, 128, 256 (and from the end), the rows where the causal diagonal
-/// crosses those edges, and 48 random rows.
+/// crosses those edges, the last row that sees no key, and 48 random rows.
 pub fn rows_to_check(p: &Problem, seed: u64) -> Vec<(usize, usize, usize)> {
     let s = &p.shape;
+    if p.check().is_err() {
+        return Vec::new();
+    }
     let work = (s.batch * s.heads_q * s.seq_q) as f64 * (s.seq_kv * s.head_dim) as f64;
     if work <= (1u64 << 27) as f64 {
         return (0..s.batch)
@@ -242,7 +247,8 @@ pub fn rows_to_check(p: &Problem, seed: u64) -> Vec<(usize, usize, usize)> {
     for e in [0i64, 1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257] {
         rows.extend([e, n - 1 - e]);
         if s.causal {
-            rows.push(e - diag);
+            // Rows that see e + 1 keys, and the last row that sees none.
+            rows.extend([e - diag, -1 - diag]);
         }
     }
     let mut out = Vec::new();
@@ -270,6 +276,8 @@ pub struct Comparison {
 
 /// Compares O (the whole output buffer, bits) and LSE with the reference on `rows`, and, when
 /// `rows` is every row, checks that O's elements outside the tensor still hold [`POISON`].
+/// `p` must pass [`Problem::check`], `x` be its inputs, and `rows` lie inside the shape; O
+/// and LSE shorter than the shape needs are an error.
 pub fn compare(
     p: &Problem,
     x: &Inputs,
@@ -277,6 +285,7 @@ pub fn compare(
     lse: &[f32],
     rows: &[(usize, usize, usize)],
 ) -> Result<Comparison> {
+    p.check()?;
     let s = &p.shape;
     let g = p.tensors()[3];
     let mismatch = |detail: String| Error::Mismatch {
@@ -284,6 +293,29 @@ pub fn compare(
         shape: s.describe(),
         detail,
     };
+    let spans = p.spans()?;
+    let short = (o.len() < spans[3])
+        .then_some(("o", o.len(), spans[3]))
+        .or((lse.len() < s.lse_len()).then_some(("lse", lse.len(), s.lse_len())))
+        .or(x.at.iter().zip(&spans).zip(["q", "k", "v"]).find_map(|((&(buf, off), &span), name)| {
+            let len = x.bufs.get(buf).map_or(0, |b| b.len().saturating_sub(off));
+            (len < span).then_some((name, len, span))
+        }));
+    if let Some((buffer, got, need)) = short {
+        return Err(Error::BufferLength {
+            kernel: "attention (comparison)".into(),
+            buffer,
+            got,
+            need,
+            shape: s.describe(),
+        });
+    }
+    if let Some(r) = rows
+        .iter()
+        .find(|&&(b, h, i)| b >= s.batch || h >= s.heads_q || i >= s.seq_q)
+    {
+        return Err(mismatch(format!("row {r:?} is outside the shape")));
+    }
     let row_check = |&(b, h, i): &(usize, usize, usize)| -> std::result::Result<(f64, f64), String> {
         let r = reference_row(p, x, b, h, i);
         let at = g.offset(b, i, h);

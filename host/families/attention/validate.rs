@@ -34,17 +34,40 @@ pub fn validate(
 ) -> Result<Checked> {
     p.check()?;
     let x = Inputs::random(p, packed, seed)?;
-    let (o, lse, kernel) = match backend {
-        Backend::Gpu(gpu) => run_gpu(gpu, variant, p, &x)?,
-        Backend::Simulator(sim) => run_sim(sim, variant, p, &x)?,
-    };
+    let out = outputs(backend, variant, p, &x)?;
     let rows = rows_to_check(p, seed);
-    let comparison = compare(p, &x, &o, &lse, &rows)?;
+    let comparison = compare(p, &x, &out.o, &out.lse, &rows)?;
     Ok(Checked {
         problem: *p,
-        kernel,
+        kernel: out.kernel,
         comparison,
     })
+}
+
+/// What one forward wrote.
+#[derive(Clone, Debug)]
+pub struct Outputs {
+    /// O's whole buffer (its span), bits; poisoned with [`POISON`] before the launch.
+    pub o: Vec<u16>,
+    /// LSE, poisoned with NaN before the launch.
+    pub lse: Vec<f32>,
+    /// The record that ran.
+    pub kernel: &'static str,
+}
+
+/// Runs one forward of `variant` (`None`: the selected one) on `backend` over the inputs `x`
+/// (made for a problem with `p`'s spans) into freshly poisoned outputs, and returns them.
+pub fn outputs(
+    backend: &Backend,
+    variant: Option<Variant>,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<Outputs> {
+    let (o, lse, kernel) = match backend {
+        Backend::Gpu(gpu) => run_gpu(gpu, variant, p, x)?,
+        Backend::Simulator(sim) => run_sim(sim, variant, p, x)?,
+    };
+    Ok(Outputs { o, lse, kernel })
 }
 
 type Ran = (Vec<u16>, Vec<f32>, &'static str);
