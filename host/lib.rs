@@ -65,6 +65,24 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Attention forward, `O = softmax(scale·QKᵀ + mask)·V` with the row log-sum-exp, f16 or bf16,
+//! `(batch, seq, heads, head_dim)` tensors (any strides), grouped-query heads, causal mask:
+//!
+//! ```no_run
+//! use rustile::attention::Shape;
+//! use rustile::half::f16;
+//! use rustile::{api, Gpu};
+//!
+//! # fn main() -> rustile::Result<()> {
+//! let gpu = Gpu::new(0)?;
+//! let shape = Shape::new(1, 512, 512, 8, 8, 64).with_causal(true);
+//! let q = gpu.upload(&vec![f16::ONE; 512 * 8 * 64], "Q")?;
+//! let (k, v) = (q.clone(), q.clone());
+//! let mut o = gpu.alloc::<f16>(512 * 8 * 64, "O")?;
+//! let ran = api::attention(&gpu, &shape, &q, &k, &v, &mut o, Default::default())?;
+//! # let _ = ran; Ok(()) }
+//! ```
+//!
 //! On the caller's stream (rustile's work is then ordered with the caller's own):
 //!
 //! ```no_run
@@ -83,7 +101,8 @@
 //!   capability, device limits).
 //! - [`api`]: the front door above.
 //! - [`families`]: one folder per kernel family, mirroring `kernels-rs/src/<family>/`
-//!   ([`copy`], [`strided`], [`transpose`], [`gemm`], [`hgemm`], [`selftest`]): a problem type
+//!   ([`copy`], [`strided`], [`transpose`], [`gemm`], [`hgemm`], [`attention`], [`selftest`]):
+//!   a problem type
 //!   that owns its arithmetic (bytes or flops, CPU reference, shape checks), a launcher that
 //!   checks every argument and returns [`Result`], validation cases and bench rows; the
 //!   [`families::Family`] trait that `rustile validate` iterates over [`families::all`].

@@ -7,9 +7,10 @@
 //! anything that implements [`DevicePtr`] (a [`CudaSlice`](cudarc::driver::CudaSlice), a
 //! [`CudaView`](cudarc::driver::CudaView)); outputs anything that implements [`DevicePtrMut`].
 //! Matrices are row-major and tightly packed: a `rows × cols` matrix is `rows · cols`
-//! consecutive elements. For leading dimensions, pre-tuned scratch reuse or a chosen variant,
-//! use the family modules ([`crate::gemm::run`], [`crate::hgemm::run`], [`crate::copy::launch`],
-//! [`crate::transpose::launch`]).
+//! consecutive elements (attention's tensors take strides: [`AttentionOptions::layout`]). For
+//! leading dimensions, pre-tuned scratch reuse or a chosen variant, use the family modules
+//! ([`crate::gemm::run`], [`crate::hgemm::run`], [`crate::attention::prepare()`],
+//! [`crate::copy::launch`], [`crate::transpose::launch`]).
 //!
 //! The `check_*` functions are the front door's argument checks on lengths alone: they need no
 //! GPU, and the calls run them (or stricter ones) before launching.

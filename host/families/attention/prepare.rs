@@ -153,18 +153,27 @@ impl Prepared {
     /// buffers that fit the problem may be passed.
     pub fn launch(&mut self, stream: &Arc<CudaStream>, bufs: &mut Buffers<'_>) -> Result<()> {
         let p = &self.problem;
-        let ops = bufs.operands(stream);
-        p.check_operands(&ops)?;
-        self.variant.supports(self.target, p, Some(&ops))?;
-        let (q, k, v) = (bufs.q.data, bufs.k.data, bufs.v.data);
-        let (qp, _gq) = q.device_ptr(stream);
-        let (kp, _gk) = k.device_ptr(stream);
-        let (vp, _gv) = v.device_ptr(stream);
+        // Each pointer is taken once; its guard keeps the buffer in stream order until the
+        // launches below are enqueued, and the checks see the addresses that are launched.
+        let (q, k, v) = (bufs.q, bufs.k, bufs.v);
+        let (o_len, lse_len) = (bufs.o.data.len(), bufs.lse.len());
+        let (qp, _gq) = q.data.device_ptr(stream);
+        let (kp, _gk) = k.data.device_ptr(stream);
+        let (vp, _gv) = v.data.device_ptr(stream);
         let (op, _go) = bufs.o.data.device_ptr_mut(stream);
         let (lp, _gl) = bufs.lse.device_ptr_mut(stream);
+        let ops = Operands {
+            q: Operand::new("q", q.dtype, q.data.len(), qp),
+            k: Operand::new("k", k.dtype, k.data.len(), kp),
+            v: Operand::new("v", v.dtype, v.data.len(), vp),
+            o: Operand::new("o", bufs.o.dtype, o_len, op),
+            lse: Operand::new("lse", DType::F32, lse_len, lp),
+        };
+        p.check_operands(&ops)?;
+        self.variant.supports(self.target, p, Some(&ops))?;
         let scratch = self.scratch.as_mut().map(|s| s.device_ptr_mut(stream));
         let sp = scratch.as_ref().map_or(0, |(ptr, _guard)| *ptr);
-        let plans = plans(p, self.record, &Addrs::new([qp, kp, vp, op, lp], sp))?;
+        let plans = plans(p, self.record, &Addrs::new(ops.addrs(), sp))?;
         for (plan, f) in plans.iter().zip(&self.funcs) {
             // SAFETY: the plans are the argument lists of the kernels' signatures (built by
             // `plans` from the same records); every buffer was checked just above against the
@@ -173,7 +182,13 @@ impl Prepared {
             // grids and shared memory were checked against the device by `prepare`; the
             // guards keep the buffers in stream order until the launches are enqueued.
             unsafe { plan.enqueue(f, stream) }.map_err(|e| {
-                e.context(|| format!("launching attention/{} {}", plan.kernel.name, p.shape.describe()))
+                e.context(|| {
+                    format!(
+                        "launching attention/{} {}",
+                        plan.kernel.name,
+                        p.shape.describe()
+                    )
+                })
             })?;
         }
         Ok(())
