@@ -4,34 +4,38 @@
 //!
 //! The reference is exact arithmetic (float64) on the same f16/bf16-rounded inputs, so the
 //! bounds cover only what the kernels round. Notation: `u` the unit roundoff of the input
-//! type (f16 2⁻¹¹, bf16 2⁻⁸; the output is the same type), `u₃₂ = 2⁻²⁴`, `γ(n) = n·u₃₂/(1 −
-//! n·u₃₂)` (the bound on an f32 sum of `n` terms), `n` the keys the row sees, `d` the head
+//! type (f16 2⁻¹¹, bf16 2⁻⁸; the output is the same type), `t` its smallest subnormal,
+//! `u₃₂ = 2⁻²⁴`, `γ(k) = k·u₃₂/(1 − k·u₃₂)` (the relative bound of an f32 sum of `k` terms
+//! of one sign, or of `k` successive roundings), `n` the keys the row sees, `d` the head
 //! dimension, and per row `A = scale · maxⱼ Σ_c |q_c k_jc|` and `V = maxⱼ,c |v_jc|` over
 //! the keys it sees.
 //!
-//! - Scores: `q·k` is accumulated in f32 (products of two 16-bit values are exact in f32), so
-//!   `|Δ(q·k)| ≤ γ(d)·Σ|q k|`; scaling by `scale·log2 e` (itself rounded) and subtracting the
-//!   running maximum in one `fma` add three roundings relative to the score: in natural units
-//!   `E_s = (γ(d) + 3u₃₂)·A`.
-//! - Weights `pⱼ = exp(sⱼ − m)`: a score error `E_s` perturbs a weight by a relative
-//!   `e^{E_s} − 1 ≤ 1.01·E_s`, and `ex2.approx` adds ≤ 2 ulp (2⁻²²): `δ = 1.01·E_s + 2⁻²²`.
-//!   (The running-maximum rescale factors multiply numerator and denominator alike, so their
-//!   approximation cancels; their f32 roundings, one per key tile, are within `γ(n)`.)
-//! - `O = Σ pⱼ vⱼ / Σ pⱼ`. The fused kernels round P to the input type before the second
-//!   product (relative `u`, or for an f16 subnormal an absolute 2⁻²⁵ on a term of a sum whose
-//!   largest term is 1, so at most `n·tiny/2` relative to `l`); the numerator is summed in f32
-//!   (`γ(n)`) and rescaled per tile (`γ(n)`); the denominator is `Σ pⱼ` in f32 of the unrounded
-//!   weights (`δ + 2γ(n)`), inverted (`rcp.approx`, 1 ulp) and applied (1 rounding). A relative
-//!   error `ε` on every numerator term moves `O` by at most `ε·V`, one on the denominator by
-//!   at most `ε·|O| ≤ ε·V`, so before the output rounding
-//!   `|ΔO| ≤ 1.01·V·(u + 2δ + 4γ(n) + 2u₃₂) + n·(tiny/2)·V`; the output's own rounding adds
-//!   `u·|O| + tiny`. The bound is [`o_tolerance`]. (The three-pass kernel keeps P in f32, so
-//!   it meets the same bound with room to spare.)
-//! - `LSE = m + ln l`: the maximum carries `E_s`; `l` a relative `δ + 2γ(n)` (all terms
-//!   positive), so `ln l` an absolute `1.01·(δ + 2γ(n))`; `lg2.approx` ≤ 2⁻²² absolute (in
-//!   log2 units; less in natural ones); the final add and `× ln 2` round relative to `|LSE|`
-//!   and the maximum (`≤ A`): [`lse_tolerance`] = `E_s + 1.01·(δ + 2γ(n)) + 2⁻²² + u₃₂·(3|LSE|
-//!   + 2A)`.
+//! - **Scores.** `q·k` is accumulated in f32 (a product of two 16-bit values is exact in
+//!   f32): `|Δ(q·k)| ≤ γ(d)·Σ|q k|`. Scaling (the scale rounded to f32, the product) and
+//!   subtracting the running maximum (itself a rounded scaled score) are at most eight more
+//!   roundings of quantities ≤ 2A (`naive`: scale, subtract, × log2 e, the constant; the
+//!   fused kernels: `scale·log2 e`, the maximum's product, one `fma`): in natural units
+//!   `E_s = (γ(d) + 8u₃₂)·A`.
+//! - **Weights** `pⱼ = exp(sⱼ − m)`: a score error `E_s` and `ex2.approx` (≤ 2 ulp, 2⁻²²)
+//!   perturb a weight by a relative `δ = e^{E_s}·(1 + 2⁻²²) − 1`; `ex2.approx.ftz` flushes
+//!   results below 2⁻¹²⁶ (absolute). The running-maximum rescale factors multiply numerator
+//!   and denominator alike, so their approximation cancels; their f32 roundings, at most one
+//!   per key per accumulator, are within `γ(n)`.
+//! - **Output** `O = N / D`, `N = Σ pⱼ vⱼ`, `D = Σ pⱼ`. The fused kernels round P to the input
+//!   type before the second product (relative `u`; an f16 subnormal is an absolute `t/2` on a
+//!   term of a sum whose largest term is 1); N is summed in f32 and rescaled: every term of N
+//!   carries a relative `ε_N = (1 + u)(1 + δ)(1 + γ(n))² − 1`, plus the absolute
+//!   `n·(t/2 + 2⁻¹²⁶)·V` in all. D is the f32 sum of the unrounded weights, rescaled,
+//!   inverted (`rcp.approx`, 1 ulp) and applied (one rounding): `ε_D = (1 + δ)(1 + γ(n))²(1 +
+//!   u₃₂)² − 1`. Since `|N| ≤ V·D`, `|N'/D' − N/D| ≤ (|N' − N| + |O|·|D' − D|)/D' ≤
+//!   `B = (V·(ε_N + ε_D) + n·(t/2 + 2⁻¹²⁶)·V)/(1 − ε_D)`, and the output's rounding adds
+//!   `u·(|O| + B) + t`: [`o_tolerance`]. (The three-pass kernel keeps P in f32 and meets the
+//!   same bound with room to spare.)
+//! - **LSE** `= m + ln l`: the maximum carries `E_s`; `l` a relative `ε_l = (1 + δ)(1 +
+//!   γ(n))² − 1` (all terms positive), so `ln l` an absolute `ε_l/(1 − ε_l)`; `lg2.approx` ≤
+//!   2⁻²² absolute in log2 units (less in natural ones); the final add, the `× ln 2` and its
+//!   constant round relative to `|LSE|`, the maximum's own roundings to `|m| ≤ A`:
+//!   [`lse_tolerance`] `= E_s + ε_l/(1 − ε_l) + 2⁻²² + u₃₂·(3|LSE| + 2A)`.
 //!
 //! NaN or ±inf where the reference is finite never passes. A row that sees no key must be
 //! exactly `O = 0` and `LSE = −inf`. Outputs are poisoned with NaN before the launch, so a
@@ -194,27 +198,34 @@ pub fn reference_row(p: &Problem, x: &Inputs, b: usize, h: usize, i: usize) -> R
     }
 }
 
+/// `E_s`: the bound on a score's error, natural units.
 fn score_error(p: &Problem, r: &RowRef) -> f64 {
-    (gamma(p.shape.head_dim) + 3.0 * U32) * r.a
+    (gamma(p.shape.head_dim) + 8.0 * U32) * r.a
 }
+
+/// `δ`: the bound on a weight's relative error.
+fn weight_error(p: &Problem, r: &RowRef) -> f64 {
+    score_error(p, r).exp() * (1.0 + APPROX) - 1.0
+}
+
+/// `2⁻¹²⁶`: what `ex2.approx.ftz` flushes to zero.
+const FTZ: f64 = 1.0 / (1u128 << 126) as f64;
 
 /// The bound on `|O − reference|` for an element with reference `want` in row `r` (derived in
 /// the module documentation).
 pub fn o_tolerance(p: &Problem, r: &RowRef, want: f64) -> f64 {
-    let (u, tiny) = (unit_roundoff(p.dtype), tiny(p.dtype));
-    let delta = 1.01 * score_error(p, r) + APPROX;
-    let n = r.seen;
-    1.01 * r.vmax * (u + 2.0 * delta + 4.0 * gamma(n) + 2.0 * U32)
-        + n as f64 * (tiny / 2.0) * r.vmax
-        + u * want.abs()
-        + tiny
+    let (u, t) = (unit_roundoff(p.dtype), tiny(p.dtype));
+    let (delta, g) = (weight_error(p, r), gamma(r.seen));
+    let e_n = (1.0 + u) * (1.0 + delta) * (1.0 + g).powi(2) - 1.0;
+    let e_d = (1.0 + delta) * (1.0 + g).powi(2) * (1.0 + U32).powi(2) - 1.0;
+    let b = (r.vmax * (e_n + e_d) + r.seen as f64 * (t / 2.0 + FTZ) * r.vmax) / (1.0 - e_d);
+    b + u * (want.abs() + b) + t
 }
 
 /// The bound on `|LSE − reference|` for row `r` (derived in the module documentation).
 pub fn lse_tolerance(p: &Problem, r: &RowRef) -> f64 {
-    let es = score_error(p, r);
-    let delta = 1.01 * es + APPROX;
-    es + 1.01 * (delta + 2.0 * gamma(r.seen)) + APPROX + U32 * (3.0 * r.lse.abs() + 2.0 * r.a)
+    let e_l = (1.0 + weight_error(p, r)) * (1.0 + gamma(r.seen)).powi(2) - 1.0;
+    score_error(p, r) + e_l / (1.0 - e_l) + APPROX + U32 * (3.0 * r.lse.abs() + 2.0 * r.a)
 }
 
 /// Query rows `(b, h, i)` to check: all of them when the reference is cheap (≤ 2²⁷
