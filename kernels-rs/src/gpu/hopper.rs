@@ -111,6 +111,22 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
     );
 }
 
+/// `cp.async.bulk.tensor.4d` global → shared: as [`tma_load_2d`] for a rank-4 tensor map, box
+/// at coordinates `(x, y, z, w)` (x innermost). Attention reads `(head_dim, seq, heads, batch)`
+/// tensors with arbitrary strides this way; rows past the sequence are zeros.
+///
+/// # Safety
+/// As for [`tma_load_2d`].
+#[inline(always)]
+pub unsafe fn tma_load_4d(dst: u32, map: *const u8, [x, y, z, w]: [i32; 4], bar: u32) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}, {z}, {w}}}], [{b}];",
+        d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z,
+        w = in(reg32) w, b = in(reg32) bar,
+        options(nostack, preserves_flags)
+    );
+}
+
 /// `cp.async.bulk.tensor.2d` shared → global: stores `src` as the box at coordinates `(x, y)`
 /// of the tensor map at `map`; elements of the box outside the tensor are not written. Part of
 /// the thread's current bulk group: [`bulk_commit_group`], then [`bulk_wait_group_read`] before
