@@ -6,7 +6,7 @@
 //!   gives its registers away (`setmaxnreg`, 24 left) — and warpgroups 1 and 2 are consumers,
 //!   64 query rows each (240 registers). The Q block (128 rows) is the driver's per-tile
 //!   operand (a depth-1 TMA ring); K and V tiles of `BN` = 128 keys stream through the k-tile
-//!   ring (2 stages at d = 128, 4 at d = 64), 128-byte swizzled, one `full`/`empty` mbarrier
+//!   ring (3 stages at d = 128, 4 at d = 64), 128-byte swizzled, one `full`/`empty` mbarrier
 //!   pair per stage.
 //! - **Both products on `wgmma`**: S = Q Kᵀ with both operands in shared memory
 //!   (`m64n128k16`, K-major), O += P V with P from registers (`m64n{d}k16`, A from registers,
@@ -39,15 +39,26 @@ pub const THREADS: u32 = 384;
 pub const PRODUCER_REGS: u32 = 24;
 /// Registers per consumer thread after `setmaxnreg.inc`: (168 · 384 − 24 · 128) / 256.
 pub const CONSUMER_REGS: u32 = 240;
+/// Named barriers of the consumers' ping-pong: consumer `c` waits at `PINGPONG + c` before it
+/// issues its `wgmma`s and then lets the other one go.
+pub const PINGPONG: u32 = 1;
+/// Whether the consumers ping-pong (see [`PINGPONG`]). Off: on the H200 it changed nothing
+/// measurable (4 shapes, A/B twice in one device call: 620–629 vs 628–629 TFLOP/s at d = 128,
+/// N = 4096; 437 vs 440 at d = 64), where FlashAttention-3 reports +9–12 % on the H100 — the
+/// softmax already overlaps the other warpgroup's GEMMs without forcing the order. Kept as a
+/// switch for the study.
+pub const PING_PONG: bool = false;
 /// The TMA box of Q, K and V: 64 head-dim elements (one 128-byte swizzle row) × 128 rows.
 pub const BOX: (u32, u32) = (64, 128);
 
-/// K/V ring depth for head dimension `d`.
+/// K/V ring depth for head dimension `d`. The V of stage j is read until stage j + 1 has been
+/// consumed (P·V runs one tile behind), so a ring of depth s lets the producer run s − 2 tiles
+/// ahead: 3 stages of 64 KiB at d = 128 (what fits beside Q in 227 KiB), 4 of 32 KiB at d = 64.
 pub const fn stages(d: u32) -> u32 {
     if d <= 64 {
         4
     } else {
-        2
+        3
     }
 }
 
@@ -179,6 +190,8 @@ mod device {
         /// The consumer's first row, and this thread's.
         rows: u32,
         row: u32,
+        /// Tiles begun by this consumer.
+        tiles: u32,
     }
 
     /// Attention as hooks on the warp-specialized driver.
@@ -304,6 +317,7 @@ mod device {
             v_prev: 0,
             rows: 0,
             row: 0,
+            tiles: 0,
         };
 
         #[inline(always)]
@@ -352,11 +366,28 @@ mod device {
             acc.row = self.row(tile, c);
             acc.o = [0.0; ON];
             acc.sm = Softmax::NEW;
+            if PING_PONG && acc.tiles == 0 && c == 1 {
+                // Ping-pong: consumer 0 issues first.
+                hopper::named_barrier_arrive(PINGPONG, 256);
+            }
+            acc.tiles += 1;
         }
 
         #[inline(always)]
-        unsafe fn consume(&self, acc: &mut Acc<ON>, stage: u32, _c: u32, kt: u32) {
+        unsafe fn consumer_done(&self, acc: &mut Acc<ON>, c: u32) {
+            // Consumer 1's last arrival on consumer 0's barrier (one more than consumer 0's
+            // waits): wait it off, so no barrier is left half-arrived.
+            if PING_PONG && acc.tiles > 0 && c == 0 {
+                hopper::named_barrier_sync(PINGPONG, 256);
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn consume(&self, acc: &mut Acc<ON>, stage: u32, c: u32, kt: u32) {
             hopper::wgmma_fence();
+            if PING_PONG {
+                hopper::named_barrier_sync(PINGPONG + c, 256);
+            }
             // S = Q K_ktᵀ: D/16 steps over the head dimension, 64-column boxes 16 KiB apart.
             crate::unroll!(8, kk, {
                 if (kk as u32) < D / 16 {
@@ -370,6 +401,12 @@ mod device {
             // O += P_{kt−1} V_{kt−1}, in flight during this tile's softmax.
             if kt > 0 {
                 self.pv(acc);
+            }
+            // The other consumer's turn to issue: its GEMMs run while this one's softmax does.
+            if PING_PONG {
+                hopper::named_barrier_arrive(PINGPONG + 1 - c, 256);
+            }
+            if kt > 0 {
                 wgmma::wgmma_wait_64::<1>(&mut acc.s);
             } else {
                 wgmma::wgmma_wait_64::<0>(&mut acc.s);
@@ -393,7 +430,14 @@ mod device {
         #[inline(always)]
         unsafe fn drain(&self, acc: &mut Acc<ON>) {
             hopper::wgmma_fence();
+            let c = hopper::warpgroup_index() - 1;
+            if PING_PONG {
+                hopper::named_barrier_sync(PINGPONG + c, 256);
+            }
             self.pv(acc);
+            if PING_PONG {
+                hopper::named_barrier_arrive(PINGPONG + 1 - c, 256);
+            }
             wgmma::wgmma_wait_64::<0>(&mut acc.s);
             W::fence(&mut acc.o);
             wgmma::fence_operand_u32_32(&mut acc.p);

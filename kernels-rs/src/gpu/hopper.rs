@@ -92,6 +92,31 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
     }
 }
 
+// --- Named barriers ---
+
+/// `barrier.sync id, threads`: waits at named barrier `id` (1..16; 0 is the block barrier)
+/// until `threads` (a multiple of 32) have arrived, counting this warp. With
+/// [`named_barrier_arrive`] it orders two warpgroups without stalling the arriving one
+/// (FlashAttention-3's ping-pong of the consumer warpgroups).
+#[inline(always)]
+pub fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: a barrier has no memory-safety preconditions; not `nomem`, it orders memory.
+    unsafe {
+        core::arch::asm!("barrier.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+            options(nostack, preserves_flags))
+    }
+}
+
+/// `barrier.arrive id, threads`: counts this warp at named barrier `id` without waiting.
+#[inline(always)]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: as for [`named_barrier_sync`].
+    unsafe {
+        core::arch::asm!("barrier.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+            options(nostack, preserves_flags))
+    }
+}
+
 // --- TMA ---
 
 /// `cp.async.bulk.tensor.2d` global → shared: loads the box at coordinates `(x, y)` (x the

@@ -29,7 +29,7 @@ use crate::gpu::{self, hopper};
 /// A warp-specialized kernel's hooks. Hooks run on every thread of a consumer warpgroup (the
 /// consumer hooks) or on the producer's one thread (`produce`, `prefetch`).
 pub trait WsKernel {
-    /// Ring depth (a power of two).
+    /// Ring depth.
     const STAGES: u32;
     /// Bytes one stage holds (all of it arrives by TMA: the `full` barrier counts them).
     const STAGE_BYTES: u32;
@@ -66,6 +66,13 @@ pub trait WsKernel {
     /// Before the tile's first `consume`.
     #[inline(always)]
     unsafe fn begin(&self, _acc: &mut Self::Acc, _at: u32, _tile: (u32, u32), _consumer: u32) {}
+
+    /// Consumer: after its last tile (e.g. to balance named-barrier arrivals).
+    ///
+    /// # Safety
+    /// Once, after every `finish`.
+    #[inline(always)]
+    unsafe fn consumer_done(&self, _acc: &mut Self::Acc, _consumer: u32) {}
 
     /// Producer thread, once before the ring exists (e.g. prefetch tensor maps).
     ///
@@ -203,4 +210,5 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
         }
         k.finish(&mut acc, tile, consumer);
     }
+    k.consumer_done(&mut acc, consumer);
 }
