@@ -77,6 +77,56 @@ pub fn tensor_map_2d_of(
     Ok(map.opaque)
 }
 
+/// A 4-D tiled TMA tensor map over a 16-bit tensor (`ty` f16 or bf16) at device address
+/// `addr`: `dims` = `(d0, d1, d2, d3)` elements, innermost first (d0 contiguous); `strides` the
+/// byte strides of dimensions 1, 2, 3 (multiples of 16); box `bx` (d0 × d1 × d2 × d3), 128-byte
+/// swizzle, zeros out of range. Attention's Q, K and V: `(head_dim, seq, heads, batch)`, so a box
+/// of rows never runs into the next head.
+pub fn tensor_map_4d(
+    ty: DType,
+    addr: u64,
+    dims: [u64; 4],
+    strides: [u64; 3],
+    bx: [u32; 4],
+) -> Result<[u64; 16]> {
+    use cudarc::driver::sys::{
+        self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let dtype = match ty {
+        DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    let dims = dims.map(|d| d.max(1));
+    let strides = strides.map(|s| s.max(16));
+    let unit = [1u32; 4];
+    // SAFETY: every pointer argument points to a live local of the documented length (rank 4:
+    // four dims, three strides, four box sizes, four element strides); the driver only writes
+    // `map`.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            4,
+            addr as *mut _,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            bx.as_ptr(),
+            unit.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result().during(|| {
+        format!("encoding a 4-D tensor map (dims {dims:?}, strides {strides:?}, box {bx:?})")
+    })?;
+    Ok(map.opaque)
+}
+
 /// Uploads tensor maps back to back (128 bytes each) into one device buffer.
 pub fn upload_maps(gpu: &Gpu, maps: &[[u64; 16]]) -> Result<CudaSlice<u8>> {
     let mut bytes = Vec::with_capacity(128 * maps.len());

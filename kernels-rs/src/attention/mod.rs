@@ -17,7 +17,7 @@
 //! - [`v02_mma`]: FlashAttention-2 on `mma.sync` (sm_80+): one pass, online softmax in
 //!   registers, K/V through a `cp.async` ring, P reused from the S accumulators as the A
 //!   operand of the second product;
-//! - `v03_wgmma` (sm_90a): FlashAttention-3-class, TMA + `wgmma`, warp-specialized.
+//! - [`v03_wgmma`] (sm_90a): FlashAttention-3-class, TMA + `wgmma`, warp-specialized.
 //!
 //! Shared blocks: the online softmax ([`softmax`]) works on accumulators in the
 //! `mma.m16n8k16` / `wgmma` fragment layout (the two agree), so both tensor-core steps use it.
@@ -25,6 +25,7 @@
 pub mod softmax;
 pub mod v01_naive;
 pub mod v02_mma;
+pub mod v03_wgmma;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -39,6 +40,8 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v01_naive::INFO_PV,
     &v02_mma::INFO_D64,
     &v02_mma::INFO_D128,
+    &v03_wgmma::INFO_D64,
+    &v03_wgmma::INFO_D128,
 ];
 
 /// `log2(e)`: scores are scaled by `scale · log2(e)` once, so the softmax uses `ex2`.

@@ -92,6 +92,31 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
     }
 }
 
+// --- Named barriers ---
+
+/// `barrier.sync id, threads`: waits at named barrier `id` (1..16; 0 is the block barrier)
+/// until `threads` (a multiple of 32) have arrived, counting this warp. With
+/// [`named_barrier_arrive`] it orders two warpgroups without stalling the arriving one
+/// (FlashAttention-3's ping-pong of the consumer warpgroups).
+#[inline(always)]
+pub fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: a barrier has no memory-safety preconditions; not `nomem`, it orders memory.
+    unsafe {
+        core::arch::asm!("barrier.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+            options(nostack, preserves_flags))
+    }
+}
+
+/// `barrier.arrive id, threads`: counts this warp at named barrier `id` without waiting.
+#[inline(always)]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: as for [`named_barrier_sync`].
+    unsafe {
+        core::arch::asm!("barrier.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+            options(nostack, preserves_flags))
+    }
+}
+
 // --- TMA ---
 
 /// `cp.async.bulk.tensor.2d` global → shared: loads the box at coordinates `(x, y)` (x the
@@ -107,6 +132,22 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
     core::arch::asm!(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
         d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `cp.async.bulk.tensor.4d` global → shared: as [`tma_load_2d`] for a rank-4 tensor map, box
+/// at coordinates `(x, y, z, w)` (x innermost). Attention reads `(head_dim, seq, heads, batch)`
+/// tensors with arbitrary strides this way; rows past the sequence are zeros.
+///
+/// # Safety
+/// As for [`tma_load_2d`].
+#[inline(always)]
+pub unsafe fn tma_load_4d(dst: u32, map: *const u8, [x, y, z, w]: [i32; 4], bar: u32) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}, {z}, {w}}}], [{b}];",
+        d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z,
+        w = in(reg32) w, b = in(reg32) bar,
         options(nostack, preserves_flags)
     );
 }

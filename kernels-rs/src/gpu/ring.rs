@@ -9,7 +9,9 @@
 //! - [`TmaRing`] (sm_90a): one producer thread fills a stage with TMA loads; a `full` mbarrier
 //!   per stage counts the bytes in, an `empty` mbarrier per stage counts the consumer warps out.
 //!   A [`RingCursor`] (one register: the number of stages passed) gives the slot and the phase
-//!   bit; the depth must be a power of two so both are a mask and a shift.
+//!   bit: a mask and a shift when the depth is a power of two, a multiply-high otherwise (once per
+//!   stage, on scalar registers; attention's d = 128 ring is 3 deep, the most 64 KiB stages that
+//!   fit beside its Q block).
 //!
 //! The depth and stage size are values, not const generics, so a generic kernel can pass its own
 //! parameters; after inlining they are constants.
@@ -124,7 +126,7 @@ pub struct TmaRing {
     pub empty: u32,
     /// Bytes per stage.
     pub stage_bytes: u32,
-    /// Depth (a power of two).
+    /// Depth (≥ 1).
     pub stages: u32,
 }
 
@@ -137,7 +139,7 @@ impl TmaRing {
     /// The ring carved from shared-window address `base`.
     #[inline(always)]
     pub const fn carve(base: u32, stage_bytes: u32, stages: u32) -> Self {
-        assert!(stages.is_power_of_two() && stage_bytes.is_multiple_of(1024));
+        assert!(stages >= 1 && stage_bytes.is_multiple_of(1024));
         let data = (base + 1023) & !1023;
         let full = data + stages * stage_bytes;
         Self {

@@ -492,6 +492,491 @@ pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(
     );
 }
 
+/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16` with A from registers: `acc += A·B`
+/// for a 64×64×16 step of this warpgroup. `a` is this thread's A fragment (the
+/// `mma.m16n8k16` A layout over the warp's 16 rows: `a[0]` = A[g][2q..], `a[1]` = A[g+8][2q..],
+/// `a[2]` = A[g][2q+8..], `a[3]` = A[g+8][2q+8..]); B from shared memory through descriptor
+/// `db` (K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old value.
+/// Asynchronous: `acc` and `a` stay in use until a `wgmma.wait_group` retires it.
+///
+/// # Safety
+/// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
+/// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
+#[inline(always)]
+pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
+        inout(reg32) acc[0],
+        inout(reg32) acc[1],
+        inout(reg32) acc[2],
+        inout(reg32) acc[3],
+        inout(reg32) acc[4],
+        inout(reg32) acc[5],
+        inout(reg32) acc[6],
+        inout(reg32) acc[7],
+        inout(reg32) acc[8],
+        inout(reg32) acc[9],
+        inout(reg32) acc[10],
+        inout(reg32) acc[11],
+        inout(reg32) acc[12],
+        inout(reg32) acc[13],
+        inout(reg32) acc[14],
+        inout(reg32) acc[15],
+        inout(reg32) acc[16],
+        inout(reg32) acc[17],
+        inout(reg32) acc[18],
+        inout(reg32) acc[19],
+        inout(reg32) acc[20],
+        inout(reg32) acc[21],
+        inout(reg32) acc[22],
+        inout(reg32) acc[23],
+        inout(reg32) acc[24],
+        inout(reg32) acc[25],
+        inout(reg32) acc[26],
+        inout(reg32) acc[27],
+        inout(reg32) acc[28],
+        inout(reg32) acc[29],
+        inout(reg32) acc[30],
+        inout(reg32) acc[31],
+        a0 = in(reg32) a[0],
+        a1 = in(reg32) a[1],
+        a2 = in(reg32) a[2],
+        a3 = in(reg32) a[3],
+        db = in(reg64) db,
+        sd = in(reg32) scale_d,
+        tb = const TRANS_B,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16` with A from registers: `acc += A·B`
+/// for a 64×64×16 step of this warpgroup. `a` is this thread's A fragment (the
+/// `mma.m16n8k16` A layout over the warp's 16 rows: `a[0]` = A[g][2q..], `a[1]` = A[g+8][2q..],
+/// `a[2]` = A[g][2q+8..], `a[3]` = A[g+8][2q+8..]); B from shared memory through descriptor
+/// `db` (K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old value.
+/// Asynchronous: `acc` and `a` stay in use until a `wgmma.wait_group` retires it.
+///
+/// # Safety
+/// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
+/// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
+#[inline(always)]
+pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
+        inout(reg32) acc[0],
+        inout(reg32) acc[1],
+        inout(reg32) acc[2],
+        inout(reg32) acc[3],
+        inout(reg32) acc[4],
+        inout(reg32) acc[5],
+        inout(reg32) acc[6],
+        inout(reg32) acc[7],
+        inout(reg32) acc[8],
+        inout(reg32) acc[9],
+        inout(reg32) acc[10],
+        inout(reg32) acc[11],
+        inout(reg32) acc[12],
+        inout(reg32) acc[13],
+        inout(reg32) acc[14],
+        inout(reg32) acc[15],
+        inout(reg32) acc[16],
+        inout(reg32) acc[17],
+        inout(reg32) acc[18],
+        inout(reg32) acc[19],
+        inout(reg32) acc[20],
+        inout(reg32) acc[21],
+        inout(reg32) acc[22],
+        inout(reg32) acc[23],
+        inout(reg32) acc[24],
+        inout(reg32) acc[25],
+        inout(reg32) acc[26],
+        inout(reg32) acc[27],
+        inout(reg32) acc[28],
+        inout(reg32) acc[29],
+        inout(reg32) acc[30],
+        inout(reg32) acc[31],
+        a0 = in(reg32) a[0],
+        a1 = in(reg32) a[1],
+        a2 = in(reg32) a[2],
+        a3 = in(reg32) a[3],
+        db = in(reg64) db,
+        sd = in(reg32) scale_d,
+        tb = const TRANS_B,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16` with A from registers: `acc += A·B`
+/// for a 64×128×16 step of this warpgroup. `a` is this thread's A fragment (the
+/// `mma.m16n8k16` A layout over the warp's 16 rows: `a[0]` = A[g][2q..], `a[1]` = A[g+8][2q..],
+/// `a[2]` = A[g][2q+8..], `a[3]` = A[g+8][2q+8..]); B from shared memory through descriptor
+/// `db` (K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old value.
+/// Asynchronous: `acc` and `a` stay in use until a `wgmma.wait_group` retires it.
+///
+/// # Safety
+/// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
+/// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
+#[inline(always)]
+pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
+        inout(reg32) acc[0],
+        inout(reg32) acc[1],
+        inout(reg32) acc[2],
+        inout(reg32) acc[3],
+        inout(reg32) acc[4],
+        inout(reg32) acc[5],
+        inout(reg32) acc[6],
+        inout(reg32) acc[7],
+        inout(reg32) acc[8],
+        inout(reg32) acc[9],
+        inout(reg32) acc[10],
+        inout(reg32) acc[11],
+        inout(reg32) acc[12],
+        inout(reg32) acc[13],
+        inout(reg32) acc[14],
+        inout(reg32) acc[15],
+        inout(reg32) acc[16],
+        inout(reg32) acc[17],
+        inout(reg32) acc[18],
+        inout(reg32) acc[19],
+        inout(reg32) acc[20],
+        inout(reg32) acc[21],
+        inout(reg32) acc[22],
+        inout(reg32) acc[23],
+        inout(reg32) acc[24],
+        inout(reg32) acc[25],
+        inout(reg32) acc[26],
+        inout(reg32) acc[27],
+        inout(reg32) acc[28],
+        inout(reg32) acc[29],
+        inout(reg32) acc[30],
+        inout(reg32) acc[31],
+        inout(reg32) acc[32],
+        inout(reg32) acc[33],
+        inout(reg32) acc[34],
+        inout(reg32) acc[35],
+        inout(reg32) acc[36],
+        inout(reg32) acc[37],
+        inout(reg32) acc[38],
+        inout(reg32) acc[39],
+        inout(reg32) acc[40],
+        inout(reg32) acc[41],
+        inout(reg32) acc[42],
+        inout(reg32) acc[43],
+        inout(reg32) acc[44],
+        inout(reg32) acc[45],
+        inout(reg32) acc[46],
+        inout(reg32) acc[47],
+        inout(reg32) acc[48],
+        inout(reg32) acc[49],
+        inout(reg32) acc[50],
+        inout(reg32) acc[51],
+        inout(reg32) acc[52],
+        inout(reg32) acc[53],
+        inout(reg32) acc[54],
+        inout(reg32) acc[55],
+        inout(reg32) acc[56],
+        inout(reg32) acc[57],
+        inout(reg32) acc[58],
+        inout(reg32) acc[59],
+        inout(reg32) acc[60],
+        inout(reg32) acc[61],
+        inout(reg32) acc[62],
+        inout(reg32) acc[63],
+        a0 = in(reg32) a[0],
+        a1 = in(reg32) a[1],
+        a2 = in(reg32) a[2],
+        a3 = in(reg32) a[3],
+        db = in(reg64) db,
+        sd = in(reg32) scale_d,
+        tb = const TRANS_B,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16` with A from registers: `acc += A·B`
+/// for a 64×128×16 step of this warpgroup. `a` is this thread's A fragment (the
+/// `mma.m16n8k16` A layout over the warp's 16 rows: `a[0]` = A[g][2q..], `a[1]` = A[g+8][2q..],
+/// `a[2]` = A[g][2q+8..], `a[3]` = A[g+8][2q+8..]); B from shared memory through descriptor
+/// `db` (K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old value.
+/// Asynchronous: `acc` and `a` stay in use until a `wgmma.wait_group` retires it.
+///
+/// # Safety
+/// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
+/// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
+#[inline(always)]
+pub unsafe fn wgmma_m64n128k16_rs_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
+        inout(reg32) acc[0],
+        inout(reg32) acc[1],
+        inout(reg32) acc[2],
+        inout(reg32) acc[3],
+        inout(reg32) acc[4],
+        inout(reg32) acc[5],
+        inout(reg32) acc[6],
+        inout(reg32) acc[7],
+        inout(reg32) acc[8],
+        inout(reg32) acc[9],
+        inout(reg32) acc[10],
+        inout(reg32) acc[11],
+        inout(reg32) acc[12],
+        inout(reg32) acc[13],
+        inout(reg32) acc[14],
+        inout(reg32) acc[15],
+        inout(reg32) acc[16],
+        inout(reg32) acc[17],
+        inout(reg32) acc[18],
+        inout(reg32) acc[19],
+        inout(reg32) acc[20],
+        inout(reg32) acc[21],
+        inout(reg32) acc[22],
+        inout(reg32) acc[23],
+        inout(reg32) acc[24],
+        inout(reg32) acc[25],
+        inout(reg32) acc[26],
+        inout(reg32) acc[27],
+        inout(reg32) acc[28],
+        inout(reg32) acc[29],
+        inout(reg32) acc[30],
+        inout(reg32) acc[31],
+        inout(reg32) acc[32],
+        inout(reg32) acc[33],
+        inout(reg32) acc[34],
+        inout(reg32) acc[35],
+        inout(reg32) acc[36],
+        inout(reg32) acc[37],
+        inout(reg32) acc[38],
+        inout(reg32) acc[39],
+        inout(reg32) acc[40],
+        inout(reg32) acc[41],
+        inout(reg32) acc[42],
+        inout(reg32) acc[43],
+        inout(reg32) acc[44],
+        inout(reg32) acc[45],
+        inout(reg32) acc[46],
+        inout(reg32) acc[47],
+        inout(reg32) acc[48],
+        inout(reg32) acc[49],
+        inout(reg32) acc[50],
+        inout(reg32) acc[51],
+        inout(reg32) acc[52],
+        inout(reg32) acc[53],
+        inout(reg32) acc[54],
+        inout(reg32) acc[55],
+        inout(reg32) acc[56],
+        inout(reg32) acc[57],
+        inout(reg32) acc[58],
+        inout(reg32) acc[59],
+        inout(reg32) acc[60],
+        inout(reg32) acc[61],
+        inout(reg32) acc[62],
+        inout(reg32) acc[63],
+        a0 = in(reg32) a[0],
+        a1 = in(reg32) a[1],
+        a2 = in(reg32) a[2],
+        a3 = in(reg32) a[3],
+        db = in(reg64) db,
+        sd = in(reg32) scale_d,
+        tb = const TRANS_B,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// Keeps the 32 registers of `r` live and unmoved up to this point: an empty `asm` that lists
+/// them as `inout` (CUTLASS's `warpgroup_fence_operand`). Placed after a `wgmma.wait_group`, it
+/// stops the compiler from reading an accumulator, or reusing an A-fragment register, before
+/// the asynchronous `wgmma` that uses it has retired.
+#[inline(always)]
+pub fn fence_operand_f32_32(r: &mut [f32; 32]) {
+    // SAFETY: no instruction; touches only the listed registers.
+    unsafe {
+        core::arch::asm!(
+            "// fence {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}",
+            inout(reg32) r[0],
+            inout(reg32) r[1],
+            inout(reg32) r[2],
+            inout(reg32) r[3],
+            inout(reg32) r[4],
+            inout(reg32) r[5],
+            inout(reg32) r[6],
+            inout(reg32) r[7],
+            inout(reg32) r[8],
+            inout(reg32) r[9],
+            inout(reg32) r[10],
+            inout(reg32) r[11],
+            inout(reg32) r[12],
+            inout(reg32) r[13],
+            inout(reg32) r[14],
+            inout(reg32) r[15],
+            inout(reg32) r[16],
+            inout(reg32) r[17],
+            inout(reg32) r[18],
+            inout(reg32) r[19],
+            inout(reg32) r[20],
+            inout(reg32) r[21],
+            inout(reg32) r[22],
+            inout(reg32) r[23],
+            inout(reg32) r[24],
+            inout(reg32) r[25],
+            inout(reg32) r[26],
+            inout(reg32) r[27],
+            inout(reg32) r[28],
+            inout(reg32) r[29],
+            inout(reg32) r[30],
+            inout(reg32) r[31],
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Keeps the 64 registers of `r` live and unmoved up to this point: an empty `asm` that lists
+/// them as `inout` (CUTLASS's `warpgroup_fence_operand`). Placed after a `wgmma.wait_group`, it
+/// stops the compiler from reading an accumulator, or reusing an A-fragment register, before
+/// the asynchronous `wgmma` that uses it has retired.
+#[inline(always)]
+pub fn fence_operand_f32_64(r: &mut [f32; 64]) {
+    // SAFETY: no instruction; touches only the listed registers.
+    unsafe {
+        core::arch::asm!(
+            "// fence {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}",
+            inout(reg32) r[0],
+            inout(reg32) r[1],
+            inout(reg32) r[2],
+            inout(reg32) r[3],
+            inout(reg32) r[4],
+            inout(reg32) r[5],
+            inout(reg32) r[6],
+            inout(reg32) r[7],
+            inout(reg32) r[8],
+            inout(reg32) r[9],
+            inout(reg32) r[10],
+            inout(reg32) r[11],
+            inout(reg32) r[12],
+            inout(reg32) r[13],
+            inout(reg32) r[14],
+            inout(reg32) r[15],
+            inout(reg32) r[16],
+            inout(reg32) r[17],
+            inout(reg32) r[18],
+            inout(reg32) r[19],
+            inout(reg32) r[20],
+            inout(reg32) r[21],
+            inout(reg32) r[22],
+            inout(reg32) r[23],
+            inout(reg32) r[24],
+            inout(reg32) r[25],
+            inout(reg32) r[26],
+            inout(reg32) r[27],
+            inout(reg32) r[28],
+            inout(reg32) r[29],
+            inout(reg32) r[30],
+            inout(reg32) r[31],
+            inout(reg32) r[32],
+            inout(reg32) r[33],
+            inout(reg32) r[34],
+            inout(reg32) r[35],
+            inout(reg32) r[36],
+            inout(reg32) r[37],
+            inout(reg32) r[38],
+            inout(reg32) r[39],
+            inout(reg32) r[40],
+            inout(reg32) r[41],
+            inout(reg32) r[42],
+            inout(reg32) r[43],
+            inout(reg32) r[44],
+            inout(reg32) r[45],
+            inout(reg32) r[46],
+            inout(reg32) r[47],
+            inout(reg32) r[48],
+            inout(reg32) r[49],
+            inout(reg32) r[50],
+            inout(reg32) r[51],
+            inout(reg32) r[52],
+            inout(reg32) r[53],
+            inout(reg32) r[54],
+            inout(reg32) r[55],
+            inout(reg32) r[56],
+            inout(reg32) r[57],
+            inout(reg32) r[58],
+            inout(reg32) r[59],
+            inout(reg32) r[60],
+            inout(reg32) r[61],
+            inout(reg32) r[62],
+            inout(reg32) r[63],
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Keeps the 32 registers of `r` live and unmoved up to this point: an empty `asm` that lists
+/// them as `inout` (CUTLASS's `warpgroup_fence_operand`). Placed after a `wgmma.wait_group`, it
+/// stops the compiler from reading an accumulator, or reusing an A-fragment register, before
+/// the asynchronous `wgmma` that uses it has retired.
+#[inline(always)]
+pub fn fence_operand_u32_32(r: &mut [u32; 32]) {
+    // SAFETY: no instruction; touches only the listed registers.
+    unsafe {
+        core::arch::asm!(
+            "// fence {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}",
+            inout(reg32) r[0],
+            inout(reg32) r[1],
+            inout(reg32) r[2],
+            inout(reg32) r[3],
+            inout(reg32) r[4],
+            inout(reg32) r[5],
+            inout(reg32) r[6],
+            inout(reg32) r[7],
+            inout(reg32) r[8],
+            inout(reg32) r[9],
+            inout(reg32) r[10],
+            inout(reg32) r[11],
+            inout(reg32) r[12],
+            inout(reg32) r[13],
+            inout(reg32) r[14],
+            inout(reg32) r[15],
+            inout(reg32) r[16],
+            inout(reg32) r[17],
+            inout(reg32) r[18],
+            inout(reg32) r[19],
+            inout(reg32) r[20],
+            inout(reg32) r[21],
+            inout(reg32) r[22],
+            inout(reg32) r[23],
+            inout(reg32) r[24],
+            inout(reg32) r[25],
+            inout(reg32) r[26],
+            inout(reg32) r[27],
+            inout(reg32) r[28],
+            inout(reg32) r[29],
+            inout(reg32) r[30],
+            inout(reg32) r[31],
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
 /// `wgmma.wait_group.sync.aligned PENDING`: waits until at most `PENDING` `wgmma` groups of this
 /// warpgroup are in flight. `acc` is listed as `inout`, so the compiler neither reads nor moves
 /// the accumulators before the wait (ptxas would otherwise serialize the `wgmma`s).

@@ -10,6 +10,13 @@
 //! [`WsKernel`]: what a stage holds (`produce`), what is computed on it (`consume`), how the
 //! in-flight work retires (`drain`) and how a tile leaves (`finish`, `finish_empty`).
 //!
+//! Per-tile operands (attention's Q block): a kernel with `TILE_BYTES > 0` gets a second TMA ring
+//! of depth 1 beside the k-tile ring; the producer fills it once per output tile
+//! (`produce_tile`), the consumers wait for it and receive its address in `begin`, and give it
+//! back after the tile's `drain`. The number of k-tiles may differ per tile (`k_tiles_of`:
+//! causal attention skips the key tiles above the diagonal); a tile with none goes to
+//! `finish_empty`.
+//!
 //! Release protocol: `consume(kt)` may leave its reads of stage `kt` in flight (asynchronous
 //! `wgmma`), but must have retired those of stage `kt − 1`; the driver then releases stage
 //! `kt − 1`. After a tile's last k-tile, `drain` retires everything and the driver releases the
@@ -22,7 +29,7 @@ use crate::gpu::{self, hopper};
 /// A warp-specialized kernel's hooks. Hooks run on every thread of a consumer warpgroup (the
 /// consumer hooks) or on the producer's one thread (`produce`, `prefetch`).
 pub trait WsKernel {
-    /// Ring depth (a power of two).
+    /// Ring depth.
     const STAGES: u32;
     /// Bytes one stage holds (all of it arrives by TMA: the `full` barrier counts them).
     const STAGE_BYTES: u32;
@@ -32,6 +39,40 @@ pub trait WsKernel {
     type Acc;
     /// The state before the first tile.
     const ACC: Self::Acc;
+
+    /// Bytes of the per-tile operand, loaded once per output tile into its own depth-1 ring
+    /// (a multiple of 1024); 0: none (the GEMM).
+    const TILE_BYTES: u32 = 0;
+
+    /// The k-tiles of output tile `tile`; the launch's `k_tiles` unless the kernel says
+    /// otherwise (causal attention).
+    #[inline(always)]
+    fn k_tiles_of(&self, _tile: (u32, u32), k_tiles: u32) -> u32 {
+        k_tiles
+    }
+
+    /// Producer thread: issue the TMA loads of `tile`'s per-tile operand into `at`, completing
+    /// `full` with exactly `TILE_BYTES` (only when `TILE_BYTES > 0`).
+    ///
+    /// # Safety
+    /// The slot is free; `full` expects the bytes.
+    #[inline(always)]
+    unsafe fn produce_tile(&self, _at: u32, _full: u32, _tile: (u32, u32)) {}
+
+    /// Consumer: a tile with k-tiles starts; its per-tile operand (if any) has landed at `at`.
+    /// Reset the per-tile state here.
+    ///
+    /// # Safety
+    /// Before the tile's first `consume`.
+    #[inline(always)]
+    unsafe fn begin(&self, _acc: &mut Self::Acc, _at: u32, _tile: (u32, u32), _consumer: u32) {}
+
+    /// Consumer: after its last tile (e.g. to balance named-barrier arrivals).
+    ///
+    /// # Safety
+    /// Once, after every `finish`.
+    #[inline(always)]
+    unsafe fn consumer_done(&self, _acc: &mut Self::Acc, _consumer: u32) {}
 
     /// Producer thread, once before the ring exists (e.g. prefetch tensor maps).
     ///
@@ -87,9 +128,14 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
 ) {
     let tid = gpu::thread_idx_x();
     let ring = TmaRing::carve(gpu::dynamic_shared_base(), K::STAGE_BYTES, K::STAGES);
+    // The per-tile operand's ring (depth 1) after the k-tile ring's barriers.
+    let tiles = TmaRing::carve(ring.empty + 8 * K::STAGES, K::TILE_BYTES, 1);
     if tid == 0 {
         k.prefetch();
         ring.init(4 * K::CONSUMERS);
+        if K::TILE_BYTES > 0 {
+            tiles.init(4 * K::CONSUMERS);
+        }
     }
     gpu::sync_threads();
 
@@ -101,8 +147,15 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
             return;
         }
         let mut c = RingCursor::default();
+        let mut tc = RingCursor::default();
         for t in grid.persistent(gpu::block_idx_x(), gpu::grid_dim_x()) {
             let tile = grid.tile(t);
+            let k_tiles = k.k_tiles_of(tile, k_tiles);
+            if K::TILE_BYTES > 0 && k_tiles > 0 {
+                let full = tiles.produce(tc, K::TILE_BYTES);
+                k.produce_tile(tiles.stage(tc), full, tile);
+                tc.advance();
+            }
             let mut kt = 0;
             while kt < k_tiles {
                 let full = ring.produce(c, K::STAGE_BYTES);
@@ -119,12 +172,21 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
     let lane = tid % 32;
     let mut acc = K::ACC;
     let mut c = RingCursor::default();
+    let mut tc = RingCursor::default();
     for t in grid.persistent(gpu::block_idx_x(), gpu::grid_dim_x()) {
         let tile = grid.tile(t);
+        let k_tiles = k.k_tiles_of(tile, k_tiles);
         if k_tiles == 0 {
             k.finish_empty(tile, consumer);
             continue;
         }
+        let at = if K::TILE_BYTES > 0 {
+            tiles.wait_full(tc);
+            tiles.stage(tc)
+        } else {
+            0
+        };
+        k.begin(&mut acc, at, tile, consumer);
         let mut kt = 0;
         while kt < k_tiles {
             ring.wait_full(c);
@@ -140,6 +202,13 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
         if lane == 0 {
             ring.release_prev(c);
         }
+        if K::TILE_BYTES > 0 {
+            tc.advance();
+            if lane == 0 {
+                tiles.release_prev(tc);
+            }
+        }
         k.finish(&mut acc, tile, consumer);
     }
+    k.consumer_done(&mut acc, consumer);
 }
