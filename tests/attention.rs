@@ -117,6 +117,24 @@ fn variants_come_from_the_registry_and_the_dispatcher_never_picks_naive() {
             );
         }
     }
+    // Every registered kernel (an sm_90a one without a host launcher yet too) either runs a
+    // plain problem on a target or refuses with a typed Unsupported, and the selection is
+    // never one that cannot run.
+    let p = Problem::new(DType::F16, Shape::new(1, 256, 256, 2, 2, 128));
+    for v in Variant::all() {
+        for target in [
+            Target::Simulator,
+            Target::Gpu(Flavour::Sm80),
+            Target::Gpu(Flavour::Sm90a),
+        ] {
+            match v.supports(target, &p, Some(&operands(&p))) {
+                Ok(_) | Err(Error::Unsupported { .. }) => {}
+                Err(e) => panic!("{v} on {target:?}: {e}"),
+            }
+            let chosen = Variant::select(target, &p, &operands(&p)).unwrap();
+            chosen.supports(target, &p, Some(&operands(&p))).unwrap();
+        }
+    }
     // Unaligned Q: the dispatcher does not fall back to naive; it says why mma cannot run.
     let p = Problem::new(DType::F16, Shape::new(1, 16, 16, 1, 1, 64));
     let mut ops = operands(&p);

@@ -179,18 +179,25 @@ impl Variant {
     }
 
     /// The kernel for `p` on `target` with these buffers: the last ladder step (other than
-    /// `naive`) that [`Variant::supports`] it; if none does, the most preferred one's reason.
+    /// `naive`) that [`Variant::supports`] them. If none does, the reason of the most
+    /// preferred kernel that could run the problem on this target with other buffers (say,
+    /// buffers it needs aligned), or else of the most preferred kernel.
     pub fn select(target: Target, p: &Problem, ops: &Operands) -> Result<Variant> {
-        let mut first_err = None;
+        let (mut buffers_err, mut problem_err) = (None, None);
         for v in Self::all().into_iter().rev().filter(|v| *v != Self::naive()) {
-            match v.supports(target, p, Some(ops)) {
-                Ok(_) => return Ok(v),
+            match v.supports(target, p, None) {
                 Err(e) => {
-                    first_err.get_or_insert(e);
+                    problem_err.get_or_insert(e);
                 }
+                Ok(_) => match v.supports(target, p, Some(ops)) {
+                    Ok(_) => return Ok(v),
+                    Err(e) => {
+                        buffers_err.get_or_insert(e);
+                    }
+                },
             }
         }
-        Err(first_err.unwrap_or_else(|| Error::Unsupported {
+        Err(buffers_err.or(problem_err).unwrap_or_else(|| Error::Unsupported {
             kernel: p.label(),
             what: "no attention kernel besides `naive` is registered".into(),
         }))
