@@ -3,7 +3,8 @@
 //! argument in the kernel's order. One definition for the GPU, the simulator and a prepared
 //! launch.
 
-use rustile_kernels::attention::{v01_naive, LOG2_E};
+use rustile_kernels::attention::{v01_naive, v03_wgmma, LOG2_E};
+use rustile_kernels::gpu::sched::TileGrid;
 use rustile_kernels::registry::{DType, Entry, KernelInfo, Launch, Layout};
 
 use crate::error::{Error, Result};
@@ -34,6 +35,10 @@ pub struct Addrs {
     pub lse: u64,
     /// `naive`'s f32 scratch ([`scratch_len`] floats).
     pub scratch: u64,
+    /// The tensor maps of Q, K and V (the TMA kernel; 384 bytes).
+    pub maps: u64,
+    /// The device's SM count (the TMA kernel's persistent grid; 0 when only checking).
+    pub sms: u32,
 }
 
 impl Addrs {
@@ -46,6 +51,8 @@ impl Addrs {
             o,
             lse,
             scratch,
+            maps: 0,
+            sms: 0,
         }
     }
 }
@@ -194,6 +201,21 @@ pub fn plans(p: &Problem, record: &'static KernelInfo, a: &Addrs) -> Result<Vec<
             args.extend([Arg::F32(scale * LOG2_E), causal]);
             let grid = (nq64.div_ceil(bm as u64), s.heads_q as u64, s.batch as u64);
             Ok(vec![plan(p, record, entry(record, p.dtype, p.dtype)?, grid, args)?])
+        }
+        Kind::Tma => {
+            let batch = u32_arg(p, "batch", s.batch)?;
+            u32_arg(p, "batch·heads_q", bh as usize)?;
+            let tiles = TileGrid::new(s.seq_q as u32, bh as u32, v03_wgmma::BM, 1, 1);
+            u32_arg(p, "query tiles", tiles.tiles_m as usize * bh as usize)?;
+            // Causal: query-block-major, the longest blocks first (the kernel reverses the
+            // rows), so the static round-robin balances; otherwise head by head, so the blocks
+            // in flight share K and V in L2.
+            let tile_group = if s.causal { 1 } else { tiles.tiles_m };
+            let grid = tiles.persistent_grid(if a.sms == 0 { u32::MAX } else { a.sms });
+            let mut args = vec![Arg::Ptr(a.maps), Arg::Ptr(a.o), Arg::Ptr(a.lse), nq, nkv, batch, heads_q, group];
+            args.extend(strides(l.o));
+            args.extend([Arg::F32(scale * LOG2_E), causal, Arg::U32(tile_group)]);
+            Ok(vec![plan(p, record, entry(record, p.dtype, p.dtype)?, (grid as u64, 1, 1), args)?])
         }
     }
 }

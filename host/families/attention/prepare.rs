@@ -9,10 +9,38 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMu
 use rustile_kernels::registry::{DType, KernelInfo};
 
 use crate::check;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::tma::{tensor_map_4d, upload_maps};
 
-use super::{plans, scratch_len, Addrs, Operand, Operands, Problem, Target, Variant};
+use super::{kind_of, plans, scratch_len, Addrs, Kind, Operand, Operands, Problem, Target, Variant};
+
+/// The TMA kernel's tensor maps of Q, K and V at `[q, k, v]`, in device memory (128 bytes
+/// each): 4-D `(head_dim, seq, heads, batch)` with the problem's strides, so a box of rows
+/// never crosses into another head, and rows past the sequence read as zeros.
+fn tensor_maps(gpu: &Gpu, p: &Problem, [q, k, v]: [u64; 3]) -> Result<CudaSlice<u8>> {
+    use rustile_kernels::attention::v03_wgmma::BOX;
+    let s = &p.shape;
+    let l = &p.layout;
+    let e = p.dtype.bytes() as u64;
+    let map = |addr: u64, st: super::Strides, seq: usize, heads: usize| {
+        tensor_map_4d(
+            p.dtype,
+            addr,
+            [s.head_dim as u64, seq as u64, heads as u64, s.batch as u64],
+            [st.seq as u64 * e, st.head as u64 * e, st.batch as u64 * e],
+            [BOX.0, BOX.1, 1, 1],
+        )
+    };
+    upload_maps(
+        gpu,
+        &[
+            map(q, l.q, s.seq_q, s.heads_q)?,
+            map(k, l.k, s.seq_kv, s.heads_kv)?,
+            map(v, l.v, s.seq_kv, s.heads_kv)?,
+        ],
+    )
+}
 
 /// An input tensor on the device: its element type and its elements (f16/bf16 as bits).
 #[derive(Clone, Copy)]
@@ -73,6 +101,10 @@ pub struct Prepared {
     /// One function per plan, in launch order, each with its shared-memory limit raised.
     funcs: Vec<CudaFunction>,
     scratch: Option<CudaSlice<f32>>,
+    /// The TMA kernel's tensor maps and the Q, K, V addresses they hold.
+    maps: Option<(CudaSlice<u8>, [u64; 3])>,
+    /// The device's SM count (persistent grids).
+    sms: u32,
 }
 
 /// Every check of a launch that needs no device work — the problem ([`Problem::check`]), the
@@ -122,6 +154,12 @@ pub fn prepare(
         0 => None,
         n => Some(gpu.alloc::<f32>(n, "attention score scratch")?),
     };
+    let maps = if kind_of(record) == Some(Kind::Tma) {
+        let [q, k, v, ..] = ops.addrs();
+        Some((tensor_maps(gpu, p, [q, k, v])?, [q, k, v]))
+    } else {
+        None
+    };
     Ok(Prepared {
         problem: *p,
         variant,
@@ -129,6 +167,8 @@ pub fn prepare(
         target,
         funcs,
         scratch,
+        maps,
+        sms: gpu.info().sm_count,
     })
 }
 
@@ -150,7 +190,8 @@ impl Prepared {
 
     /// Enqueues one forward on `stream` (of the context the problem was prepared on). The
     /// buffers are checked again — types, lengths, overlap, the kernel's alignment — so any
-    /// buffers that fit the problem may be passed.
+    /// buffers that fit the problem may be passed; for the TMA kernel Q, K and V must be the
+    /// buffers `prepare` saw (its tensor maps hold their addresses), O and LSE may change.
     pub fn launch(&mut self, stream: &Arc<CudaStream>, bufs: &mut Buffers<'_>) -> Result<()> {
         let p = &self.problem;
         // Each pointer is taken once; its guard keeps the buffer in stream order until the
@@ -173,7 +214,21 @@ impl Prepared {
         self.variant.supports(self.target, p, Some(&ops))?;
         let scratch = self.scratch.as_mut().map(|s| s.device_ptr_mut(stream));
         let sp = scratch.as_ref().map_or(0, |(ptr, _guard)| *ptr);
-        let plans = plans(p, self.record, &Addrs::new(ops.addrs(), sp))?;
+        let mut addrs = Addrs::new(ops.addrs(), sp);
+        addrs.sms = self.sms;
+        let maps = self.maps.as_ref().map(|(m, at)| (m.device_ptr(stream), *at));
+        if let Some(((mp, _guard), at)) = &maps {
+            if *at != [qp, kp, vp] {
+                return Err(Error::Unsupported {
+                    kernel: format!("attention/{}", self.record.name),
+                    what: "Q, K and V must be the buffers `prepare` saw (the tensor maps hold \
+                           their addresses); prepare again for other buffers"
+                        .into(),
+                });
+            }
+            addrs.maps = *mp;
+        }
+        let plans = plans(p, self.record, &addrs)?;
         for (plan, f) in plans.iter().zip(&self.funcs) {
             // SAFETY: the plans are the argument lists of the kernels' signatures (built by
             // `plans` from the same records); every buffer was checked just above against the

@@ -4,7 +4,7 @@
 //! lists the ladder in order) that can run the problem on the target, never `naive`, which
 //! runs only when asked for (its scratch is `4·B·H·Nq·Nkv` bytes).
 
-use rustile_kernels::attention::{v01_naive, v02_mma, FAMILY};
+use rustile_kernels::attention::{v01_naive, v02_mma, v03_wgmma, FAMILY};
 use rustile_kernels::registry::{self, KernelInfo, Role};
 
 use crate::error::{Error, Result};
@@ -30,6 +30,10 @@ pub enum Kind {
     /// One fused kernel `(q, k, v, o, lse, nq, nkv, heads_q, group, strides…, scale·log2 e,
     /// causal)` on a grid `(⌈nq/BM⌉, heads_q, batch)`: FlashAttention-2 on `mma.sync`.
     Fused,
+    /// One persistent kernel reading Q, K, V through TMA tensor maps `(maps, o, lse, nq, nkv,
+    /// batch, heads_q, group, o strides…, scale·log2 e, causal, tile_group)`: the sm_90a
+    /// FlashAttention-3-class kernel.
+    Tma,
 }
 
 /// The host launcher of `record`, if there is one. A new kernel with a new argument list is a
@@ -40,6 +44,8 @@ pub fn kind_of(record: &KernelInfo) -> Option<Kind> {
         Some(Kind::ThreePass)
     } else if is(&v02_mma::INFO_D64) || is(&v02_mma::INFO_D128) {
         Some(Kind::Fused)
+    } else if is(&v03_wgmma::INFO_D64) || is(&v03_wgmma::INFO_D128) {
+        Some(Kind::Tma)
     } else {
         None
     }
@@ -210,8 +216,9 @@ impl std::fmt::Display for Variant {
     }
 }
 
-/// The alignment `record` needs: with `needs.align = A` (16 for the `cp.async` loads), Q, K
-/// and V start on `A`-byte boundaries and every stride is a multiple of `A` bytes; the fused
+/// The alignment `record` needs: with `needs.align = A` (16 for the `cp.async` loads and the
+/// TMA tensor maps), Q, K and V start on `A`-byte boundaries and every stride is a multiple of
+/// `A` bytes; the fused
 /// kernels store O two elements (4 bytes) at a time, so O starts on a 4-byte boundary and its
 /// strides are even.
 fn check_alignment(
@@ -228,7 +235,7 @@ fn check_alignment(
         let l = &p.layout;
         rules.extend([(ops.q, l.q, align), (ops.k, l.k, align), (ops.v, l.v, align)]);
     }
-    if kind == Kind::Fused {
+    if matches!(kind, Kind::Fused | Kind::Tma) {
         rules.push((ops.o, p.layout.o, 2 * elem));
     }
     for (op, s, align) in rules {
