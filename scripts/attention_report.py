@@ -164,7 +164,8 @@ def svg(rows, title):
     colors = {s: COLORS[i % len(COLORS)] for i, s in enumerate(n for n in names if n not in ("flash", "cuDNN"))}
     colors.update({"flash": "#999999", "cuDNN": "#555555"})
     cols = 2
-    W, PW, PH, top = 1100, 520, 220, 50
+    PW, PH, top = 520, 220, 50
+    W = 50 + cols * (PW + 30)
     H = top + ((len(ps) + cols - 1) // cols) * (PH + 70) + 30
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
            f'<rect width="{W}" height="{H}" fill="white"/>',

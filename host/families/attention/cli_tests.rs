@@ -95,29 +95,31 @@ fn dump_options_parse_to_typed_values() {
 
 #[test]
 fn bad_values_are_usage_errors() {
-    for bad in [
-        "attention",
-        "attention frobnicate",
-        "attention validate --quick",
-        "attention bench --variants fastest",
-        "attention bench --dtype f32",
-        "attention bench --n 0",
-        "attention bench --n abc",
-        "attention bench --head-dim 96",
-        "attention bench --mask sometimes",
-        "attention bench --bh 0",
-        "attention bench --reps 0",
-        "attention bench --shapes 1,1,1",
-        "attention bench --shapes 1,16,512,64,0 --n 1024",
-        "attention bench --out /proc/rustile",
-        "attention dump",
-        "attention dump --out /proc/rustile",
-        "attention dump --out target/x --cases 1,1,1,3,2,64",
-        "attention dump --out target/x --dtypes f32",
-        "attention dump --out target/x --variant fastest",
+    // Each line and a piece of the error it must give (the argument clap blames).
+    for (bad, says) in [
+        ("attention", "Usage: rustile attention <COMMAND>"),
+        ("attention frobnicate", "frobnicate"),
+        ("attention validate --quick", "--quick"),
+        ("attention bench --variants fastest", "--variants"),
+        ("attention bench --dtype f32", "--dtype"),
+        ("attention bench --n 0", "--n"),
+        ("attention bench --n abc", "--n"),
+        ("attention bench --head-dim 96", "--head-dim"),
+        ("attention bench --mask sometimes", "--mask"),
+        ("attention bench --bh 0", "--bh"),
+        ("attention bench --reps 0", "--reps"),
+        ("attention bench --shapes 1,1,1", "--shapes"),
+        ("attention bench --shapes 1,16,512,64,0 --n 1024", "cannot be used with"),
+        ("attention bench --out /proc/rustile", "--out"),
+        ("attention dump", "--out <DIR>"),
+        ("attention dump --out /proc/rustile", "--out"),
+        ("attention dump --cases 1,1,1,3,2,64", "not a multiple"),
+        ("attention dump --dtypes f32", "--dtypes"),
+        ("attention dump --variant fastest", "--variant"),
     ] {
         let e = parse(bad).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{bad}: {e}");
+        assert!(e.to_string().contains(says), "{bad}: {e}");
     }
 }
 
