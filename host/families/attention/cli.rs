@@ -174,7 +174,7 @@ pub struct DumpArgs {
     #[arg(long, value_name = "DIR", value_parser = writable_dir)]
     pub out: PathBuf,
     /// `default` (odd lengths, primes, Nq ≠ Nkv causal both ways, GQA, MQA, d 64 and 128) or
-    /// B,NQ,NKV,HQ,HKV,D[,causal];…
+    /// `B,NQ,NKV,HQ,HKV,D[,causal];…`
     #[arg(long, value_name = "default|LIST", value_parser = cases, default_value = "default")]
     pub cases: Cases,
     /// Element types
@@ -219,7 +219,10 @@ fn bh_list(s: &str) -> std::result::Result<BhList, String> {
     if s.trim() == "none" {
         return Ok(BhList(Vec::new()));
     }
-    s.split(',').map(positive).collect::<std::result::Result<_, _>>().map(BhList)
+    s.split(',')
+        .map(positive)
+        .collect::<std::result::Result<_, _>>()
+        .map(BhList)
 }
 
 fn shapes(s: &str) -> std::result::Result<Shapes, String> {
@@ -261,14 +264,22 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
         return Ok(());
     }
     let gpu = Gpu::new(0)?;
-    let (runs, skips) = plan(Target::Gpu(gpu.flavour()), a.dtype, &shapes, a.variants.as_deref());
+    let (runs, skips) = plan(
+        Target::Gpu(gpu.flavour()),
+        a.dtype,
+        &shapes,
+        a.variants.as_deref(),
+    );
     for note in skip_notes(&skips) {
         eprintln!("skipped: {note}");
     }
     if runs.is_empty() {
         return Err(Error::Unsupported {
             kernel: "attention bench".into(),
-            what: format!("no kernel runs any of the shapes on this device (naive by default only at N ≤ {NAIVE_MAX_N})"),
+            what: format!(
+                "no kernel runs any of the shapes on this device \
+                 (naive by default only at N ≤ {NAIVE_MAX_N})"
+            ),
         });
     }
     let cfg = bench::Config {
@@ -282,7 +293,8 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
         seed: a.seed.get(),
     };
     let header = format!(
-        "attention forward on {} ({}), {}: median of {} repetitions, L2 flushed before each; TFLOP/s = 4·B·H·Nq·Nkv·d over the pairs the mask keeps; seed {}",
+        "attention forward on {} ({}), {}: median of {} repetitions, L2 flushed before each; \
+         TFLOP/s = 4·B·H·Nq·Nkv·d over the pairs the mask keeps; seed {}",
         gpu.info().name,
         gpu.flavour().name(),
         a.dtype.name(),
@@ -321,14 +333,24 @@ fn dump(a: &DumpArgs) -> Result<()> {
         .collect();
     let (mut written, mut failed) = (0, 0);
     for &(i, dtype, shape) in &cases {
-        progress(i, cases.len(), &format!("{} {}", dtype.name(), shape.describe()));
+        progress(
+            i,
+            cases.len(),
+            &format!("{} {}", dtype.name(), shape.describe()),
+        );
         if let Some(v) = a.variant {
             if let Err(e) = v.supports(target, &Problem::new(dtype, shape), None) {
                 println!("skipped  {} {}: {e}", dtype.name(), shape.describe());
                 continue;
             }
         }
-        let d = dump_case(&backend, a.variant, (i, dtype, shape), seed.wrapping_add(i as u64), &a.out)?;
+        let d = dump_case(
+            &backend,
+            a.variant,
+            (i, dtype, shape),
+            seed.wrapping_add(i as u64),
+            &a.out,
+        )?;
         written += 1;
         match &d.check {
             Ok(c) => println!(
@@ -345,17 +367,19 @@ fn dump(a: &DumpArgs) -> Result<()> {
         }
     }
     println!(
-        "dumped {written} cases on {} (seed {seed}) under {}; cross-check with PyTorch: scripts/sdpa_check.py {}",
+        "dumped {written} cases on {} (seed {seed}) under {}; \
+         cross-check with PyTorch: scripts/sdpa_check.py {}",
         backend.name(),
         a.out.display(),
         a.out.display()
     );
     match (written, failed) {
-        (0, _) => Err(Error::Usage("no case was dumped: the kernel runs none of them".into())),
+        (0, _) => Err(Error::Usage(
+            "no case was dumped: the kernel runs none of them".into(),
+        )),
         (_, 0) => Ok(()),
         (_, n) => Err(Error::Usage(format!(
             "{n} cases failed rustile's own float64 check (written anyway, for the cross-check)"
         ))),
     }
 }
-

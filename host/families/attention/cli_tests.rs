@@ -27,24 +27,37 @@ fn attention(line: &str) -> AttentionCommand {
 #[test]
 fn the_family_command_is_attached_and_dispatched() {
     let cmd = <Cli as clap::CommandFactory>::command();
-    let sub = cmd.find_subcommand("attention").expect("attention is a subcommand");
+    let sub = cmd
+        .find_subcommand("attention")
+        .expect("attention is a subcommand");
     let names: Vec<&str> = sub.get_subcommands().map(|s| s.get_name()).collect();
     assert_eq!(names, ["validate", "bench", "dump"]);
     // The built-in commands still parse to their derived variants.
-    assert!(matches!(parse("validate attention --sim").unwrap().command, Some(Command::Validate(_))));
-    let AttentionCommand::Validate(v) = attention("attention validate --full --sim --seed 3") else {
+    assert!(matches!(
+        parse("validate attention --sim").unwrap().command,
+        Some(Command::Validate(_))
+    ));
+    let AttentionCommand::Validate(v) = attention("attention validate --full --sim --seed 3")
+    else {
         panic!()
     };
     assert!(v.full && v.sim && v.seed.seed == Some(3));
-    let AttentionCommand::Validate(v) = attention("attention validate") else { panic!() };
+    let AttentionCommand::Validate(v) = attention("attention validate") else {
+        panic!()
+    };
     assert!(!v.full && !v.sim && v.seed.seed.is_none());
 }
 
 #[test]
 fn bench_defaults_are_the_anchor_and_bh_sweeps() {
-    let AttentionCommand::Bench(b) = attention("attention bench") else { panic!() };
+    let AttentionCommand::Bench(b) = attention("attention bench") else {
+        panic!()
+    };
     assert_eq!(b.shapes(), Sweep::default().shapes());
-    assert_eq!((b.dtype, b.reps, b.warmup, b.no_check, b.print_shapes), (DType::F16, 30, 5, false, false));
+    assert_eq!(
+        (b.dtype, b.reps, b.warmup, b.no_check, b.print_shapes),
+        (DType::F16, 30, 5, false, false)
+    );
     assert!(b.variants.is_none() && b.out.is_none());
 }
 
@@ -56,29 +69,53 @@ fn bench_options_parse_to_typed_values() {
          --bh none --reps 7 --warmup 0 --no-check --seed 5",
         names.join(",")
     );
-    let AttentionCommand::Bench(b) = attention(&line) else { panic!() };
+    let AttentionCommand::Bench(b) = attention(&line) else {
+        panic!()
+    };
     assert_eq!(b.variants, Some(Variant::all()));
-    assert_eq!((b.dtype, b.reps, b.warmup, b.no_check), (DType::Bf16, 7, 0, true));
-    assert_eq!(b.shapes(), vec![BenchShape::anchor(1024, 128, true), BenchShape::anchor(4096, 128, true)]);
-    let AttentionCommand::Bench(b) = attention("attention bench --mask none --n 512 --head-dim 64 --bh 4,132") else {
+    assert_eq!(
+        (b.dtype, b.reps, b.warmup, b.no_check),
+        (DType::Bf16, 7, 0, true)
+    );
+    assert_eq!(
+        b.shapes(),
+        vec![
+            BenchShape::anchor(1024, 128, true),
+            BenchShape::anchor(4096, 128, true)
+        ]
+    );
+    let line = "attention bench --mask none --n 512 --head-dim 64 --bh 4,132";
+    let AttentionCommand::Bench(b) = attention(line) else {
         panic!()
     };
     let s = b.shapes();
     assert_eq!(s.len(), 3);
     assert_eq!((s[1].b, s[1].h, s[2].b, s[2].h), (4, 1, 132, 1));
-    let AttentionCommand::Bench(b) = attention("attention bench --shapes 2,8,300,64,1;1,1,7,128,0 --print-shapes") else {
+    let line = "attention bench --shapes 2,8,300,64,1;1,1,7,128,0 --print-shapes";
+    let AttentionCommand::Bench(b) = attention(line) else {
         panic!()
     };
     assert!(b.print_shapes);
     assert_eq!(b.shapes().len(), 2);
-    assert_eq!(b.shapes()[0], BenchShape { b: 2, h: 8, n: 300, d: 64, causal: true });
+    assert_eq!(
+        b.shapes()[0],
+        BenchShape {
+            b: 2,
+            h: 8,
+            n: 300,
+            d: 64,
+            causal: true
+        }
+    );
 }
 
 #[test]
 fn dump_options_parse_to_typed_values() {
     let dir = std::env::temp_dir().join(format!("rustile-attn-cli-{}", std::process::id()));
     let out = dir.display().to_string();
-    let AttentionCommand::Dump(d) = attention(&format!("attention dump --out {out}")) else { panic!() };
+    let AttentionCommand::Dump(d) = attention(&format!("attention dump --out {out}")) else {
+        panic!()
+    };
     assert_eq!(d.out, dir);
     assert_eq!(d.cases.0, super::dump::default_cases());
     assert_eq!(d.dtypes, vec![DType::F16, DType::Bf16]);
@@ -88,8 +125,14 @@ fn dump_options_parse_to_typed_values() {
     )) else {
         panic!()
     };
-    assert_eq!(d.cases.0, vec![Shape::new(1, 3, 5, 2, 1, 64).with_causal(true)]);
-    assert_eq!((d.dtypes, d.variant, d.sim), (vec![DType::Bf16], Some(Variant::mma()), true));
+    assert_eq!(
+        d.cases.0,
+        vec![Shape::new(1, 3, 5, 2, 1, 64).with_causal(true)]
+    );
+    assert_eq!(
+        (d.dtypes, d.variant, d.sim),
+        (vec![DType::Bf16], Some(Variant::mma()), true)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -109,7 +152,10 @@ fn bad_values_are_usage_errors() {
         ("attention bench --bh 0", "--bh"),
         ("attention bench --reps 0", "--reps"),
         ("attention bench --shapes 1,1,1", "--shapes"),
-        ("attention bench --shapes 1,16,512,64,0 --n 1024", "cannot be used with"),
+        (
+            "attention bench --shapes 1,16,512,64,0 --n 1024",
+            "cannot be used with",
+        ),
         ("attention bench --out /proc/rustile", "--out"),
         ("attention dump", "--out <DIR>"),
         ("attention dump --out /proc/rustile", "--out"),
@@ -125,16 +171,22 @@ fn bad_values_are_usage_errors() {
 
 #[test]
 fn print_shapes_and_the_simulator_dump_run_without_a_gpu() {
-    let Some(Command::Family(f)) = parse("attention bench --n 512 --head-dim 64 --mask none --bh none --print-shapes")
-        .unwrap()
-        .command
+    let Some(Command::Family(f)) =
+        parse("attention bench --n 512 --head-dim 64 --mask none --bh none --print-shapes")
+            .unwrap()
+            .command
     else {
         panic!()
     };
     f.run().unwrap();
     let dir = std::env::temp_dir().join(format!("rustile-attn-dump-cli-{}", std::process::id()));
-    let line = format!("attention dump --out {} --cases 1,2,3,1,1,64 --dtypes bf16 --sim --seed 1", dir.display());
-    let Some(Command::Family(f)) = parse(&line).unwrap().command else { panic!() };
+    let line = format!(
+        "attention dump --out {} --cases 1,2,3,1,1,64 --dtypes bf16 --sim --seed 1",
+        dir.display()
+    );
+    let Some(Command::Family(f)) = parse(&line).unwrap().command else {
+        panic!()
+    };
     f.run().unwrap();
     let case = dir.join("00-bf16-b1-q2-kv3-h1x1-d64");
     for file in ["meta.json", "q.npy", "k.npy", "v.npy", "o.npy", "lse.npy"] {

@@ -104,7 +104,12 @@ pub fn case_name(i: usize, dtype: DType, s: &Shape) -> String {
 
 /// Tensor `t` (0 = Q, 1 = K, 2 = V, 3 = O) of `p` gathered from `bits` (its buffer, the tensor
 /// starting at `offset`) into a packed `(batch, seq, heads, head_dim)` f32 array, and its shape.
-pub fn gather(p: &Problem, t: usize, bits: &[u16], offset: usize) -> Result<(Vec<usize>, Vec<f32>)> {
+pub fn gather(
+    p: &Problem,
+    t: usize,
+    bits: &[u16],
+    offset: usize,
+) -> Result<(Vec<usize>, Vec<f32>)> {
     let g = p.tensors()[t];
     let [b, n, h] = g.extents;
     let d = g.row;
@@ -126,7 +131,11 @@ pub fn gather(p: &Problem, t: usize, bits: &[u16], offset: usize) -> Result<(Vec
         for si in 0..n {
             for hi in 0..h {
                 let at = offset + g.offset(bi, si, hi);
-                out.extend(bits[at..at + d].iter().map(|&x| widen_bits(p.dtype, x as u32)));
+                out.extend(
+                    bits[at..at + d]
+                        .iter()
+                        .map(|&x| widen_bits(p.dtype, x as u32)),
+                );
             }
         }
     }
@@ -197,16 +206,20 @@ pub fn write_case(dir: &Path, p: &Problem, x: &Inputs, out: &Outputs, meta: &Met
     let (shape, data) = gather(p, 3, &out.o, 0)?;
     npy::write(&dir.join("o.npy"), &shape, &data)?;
     let s = &p.shape;
-    let lse = out.lse.get(..s.lse_len()).ok_or_else(|| Error::BufferLength {
-        kernel: format!("{} (dump)", p.label()),
-        buffer: "lse",
-        got: out.lse.len(),
-        need: s.lse_len(),
-        shape: s.describe(),
-    })?;
+    let lse = out
+        .lse
+        .get(..s.lse_len())
+        .ok_or_else(|| Error::BufferLength {
+            kernel: format!("{} (dump)", p.label()),
+            buffer: "lse",
+            got: out.lse.len(),
+            need: s.lse_len(),
+            shape: s.describe(),
+        })?;
     npy::write(&dir.join("lse.npy"), &[s.batch, s.heads_q, s.seq_q], lse)?;
     let path = dir.join("meta.json");
-    let json = serde_json::to_string_pretty(meta).map_err(|e| Error::Usage(format!("JSON: {e}")))?;
+    let json =
+        serde_json::to_string_pretty(meta).map_err(|e| Error::Usage(format!("JSON: {e}")))?;
     std::fs::write(&path, json + "\n").map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
@@ -239,7 +252,8 @@ pub fn dump_case(
     p.check()?;
     let x = Inputs::random(&p, false, seed)?;
     let out = outputs(backend, variant, &p, &x)?;
-    let check = compare(&p, &x, &out.o, &out.lse, &rows_to_check(&p, seed)).map_err(|e| e.to_string());
+    let check =
+        compare(&p, &x, &out.o, &out.lse, &rows_to_check(&p, seed)).map_err(|e| e.to_string());
     let meta = Meta {
         dtype: dtype.name(),
         causal: shape.causal,

@@ -38,6 +38,7 @@ pub mod prepare;
 pub mod problem;
 pub mod reference;
 pub mod report;
+pub mod sweep;
 pub mod validate;
 pub mod variant;
 

@@ -19,24 +19,37 @@ pub fn to_bytes(shape: &[usize], data: &[f32]) -> Result<Vec<u8>> {
     if count != Some(data.len()) {
         return Err(Error::InvalidArgument {
             kernel: "npy".into(),
-            what: format!("shape {shape:?} does not hold the {} elements given", data.len()),
+            what: format!(
+                "shape {shape:?} does not hold the {} elements given",
+                data.len()
+            ),
         });
     }
     let dims = match shape {
         [x] => format!("({x},)"),
         _ => format!(
             "({})",
-            shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+            shape
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {dims}, }}");
     // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
     let unpadded = MAGIC.len() + 4 + header.len() + 1;
-    header.extend(std::iter::repeat_n(' ', unpadded.next_multiple_of(64) - unpadded));
+    header.extend(std::iter::repeat_n(
+        ' ',
+        unpadded.next_multiple_of(64) - unpadded,
+    ));
     header.push('\n');
     let len = u16::try_from(header.len()).map_err(|_| Error::InvalidArgument {
         kernel: "npy".into(),
-        what: format!("a header of {} bytes needs format version 2.0", header.len()),
+        what: format!(
+            "a header of {} bytes needs format version 2.0",
+            header.len()
+        ),
     })?;
     let mut out = Vec::with_capacity(10 + header.len() + 4 * data.len());
     out.extend_from_slice(MAGIC);
@@ -86,7 +99,8 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
     if !descr.starts_with("'<f4'") {
         return Err(bad(format!("dtype {descr:.8}…: only '<f4' is read")));
     }
-    let fortran = field("fortran_order").ok_or_else(|| bad(format!("no 'fortran_order' in {header:?}")))?;
+    let fortran =
+        field("fortran_order").ok_or_else(|| bad(format!("no 'fortran_order' in {header:?}")))?;
     if !fortran.starts_with("False") {
         return Err(bad("Fortran order: only C order is read".into()));
     }
@@ -99,7 +113,10 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| bad(format!("shape entry `{s}`"))))
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| bad(format!("shape entry `{s}`")))
+        })
         .collect::<Result<_>>()?;
     let count = shape
         .iter()
@@ -142,11 +159,20 @@ mod tests {
     fn round_trip_keeps_shape_values_and_special_floats() {
         let data: Vec<f32> = (0..24)
             .map(|i| i as f32 * 0.37 - 3.0)
-            .chain([f32::NEG_INFINITY, f32::INFINITY, -0.0, f32::MIN_POSITIVE / 8.0])
+            .chain([
+                f32::NEG_INFINITY,
+                f32::INFINITY,
+                -0.0,
+                f32::MIN_POSITIVE / 8.0,
+            ])
             .collect();
         for shape in [vec![28], vec![2, 14], vec![2, 7, 1, 2], vec![1, 1, 28]] {
             let bytes = to_bytes(&shape, &data).unwrap();
-            assert_eq!((bytes.len() - 4 * data.len()) % 64, 0, "data 64-byte aligned");
+            assert_eq!(
+                (bytes.len() - 4 * data.len()) % 64,
+                0,
+                "data 64-byte aligned"
+            );
             assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
             let (s, v) = from_bytes(&bytes).unwrap();
             assert_eq!(s, shape);
@@ -172,8 +198,13 @@ mod tests {
         assert_eq!(bytes.len(), 10 + len + 6 * 4);
         let one = to_bytes(&[5], &[0.0; 5]).unwrap();
         let len = u16::from_le_bytes([one[8], one[9]]) as usize;
-        assert!(std::str::from_utf8(&one[10..10 + len]).unwrap().contains("'shape': (5,), }"));
-        assert_eq!(1.5f32.to_le_bytes(), bytes_of(&to_bytes(&[1], &[1.5]).unwrap()));
+        assert!(std::str::from_utf8(&one[10..10 + len])
+            .unwrap()
+            .contains("'shape': (5,), }"));
+        assert_eq!(
+            1.5f32.to_le_bytes(),
+            bytes_of(&to_bytes(&[1], &[1.5]).unwrap())
+        );
     }
 
     fn bytes_of(file: &[u8]) -> [u8; 4] {
@@ -183,13 +214,22 @@ mod tests {
 
     #[test]
     fn bad_input_is_a_typed_error() {
-        assert!(matches!(to_bytes(&[2, 3], &[0.0; 5]), Err(Error::InvalidArgument { .. })));
-        assert!(matches!(to_bytes(&[usize::MAX, 2], &[]), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(
+            to_bytes(&[2, 3], &[0.0; 5]),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            to_bytes(&[usize::MAX, 2], &[]),
+            Err(Error::InvalidArgument { .. })
+        ));
         let good = to_bytes(&[2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
         // The header with `old` replaced by `new` (of the same length).
         let header = |old: &str, new: &str| {
             let mut b = good.clone();
-            let at = b.windows(old.len()).position(|w| w == old.as_bytes()).unwrap();
+            let at = b
+                .windows(old.len())
+                .position(|w| w == old.as_bytes())
+                .unwrap();
             b[at..at + old.len()].copy_from_slice(new.as_bytes());
             b
         };
@@ -198,7 +238,10 @@ mod tests {
             (good[..good.len() - 1].to_vec(), "cut data"),
             (good[..20].to_vec(), "cut header"),
             (header("<f4", "<f8"), "dtype"),
-            (header("'fortran_order': False", "'fortran_order': True "), "order"),
+            (
+                header("'fortran_order': False", "'fortran_order': True "),
+                "order",
+            ),
             (header("(2, 2)", "(2, x)"), "shape entry"),
             (header("'shape'", "'shope'"), "no shape"),
         ] {
@@ -215,7 +258,10 @@ mod tests {
         let path = dir.join("x.npy");
         write(&path, &[2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
         assert_eq!(read(&path).unwrap(), (vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]));
-        assert!(matches!(read(&dir.join("missing.npy")), Err(Error::Io { .. })));
+        assert!(matches!(
+            read(&dir.join("missing.npy")),
+            Err(Error::Io { .. })
+        ));
         std::fs::write(&path, b"\x93NUMPY\x01\x00").unwrap();
         match read(&path) {
             Err(Error::InvalidArgument { kernel, .. }) => assert!(kernel.contains("x.npy")),
