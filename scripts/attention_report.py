@@ -227,9 +227,10 @@ def png(rows, title, path):
         ax.set_ylabel("TFLOP/s")
     for ax in list(axes.flat)[len(ps):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(names), fontsize=9, bbox_to_anchor=(0.5, 0.965))
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     fig.savefig(path, dpi=120)
     return True
 
