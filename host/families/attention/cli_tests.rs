@@ -170,7 +170,7 @@ fn bad_values_are_usage_errors() {
 }
 
 #[test]
-fn print_shapes_and_the_simulator_dump_run_without_a_gpu() {
+fn print_shapes_the_simulator_dump_and_validation_run_without_a_gpu() {
     let Some(Command::Family(f)) =
         parse("attention bench --n 512 --head-dim 64 --mask none --bh none --print-shapes")
             .unwrap()
@@ -188,6 +188,11 @@ fn print_shapes_and_the_simulator_dump_run_without_a_gpu() {
         panic!()
     };
     f.run().unwrap();
+    let Some(Command::Family(f)) = parse("attention validate --sim --seed 4").unwrap().command
+    else {
+        panic!()
+    };
+    f.run().unwrap(); // every simulator case of the family, against float64
     let case = dir.join("00-bf16-b1-q2-kv3-h1x1-d64");
     for file in ["meta.json", "q.npy", "k.npy", "v.npy", "o.npy", "lse.npy"] {
         assert!(case.join(file).is_file(), "{file}");
