@@ -63,7 +63,8 @@ pub trait Family: Sync {
 
     /// Checks what clap's per-argument parsers cannot on `matches` (of [`Family::command`]):
     /// values that span several arguments, or that the family's typed arguments refuse. A
-    /// usage error (exit code 2), before any GPU is opened.
+    /// usage error (exit code 2), before any GPU is opened; [`crate::cli`] formats the error
+    /// (a raw one, as `FromArgMatches` gives) with the family's subcommand.
     fn check_command(&self, matches: &clap::ArgMatches) -> std::result::Result<(), clap::Error> {
         let _ = matches;
         Ok(())
