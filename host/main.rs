@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Some(Command::Hgemm(h)) => rustile::hgemm::cli::main(h),
         Some(Command::PtxReport) => cli::suite::ptx_report(true),
         Some(Command::Orch(o)) => rustile::orch::cli::run(o),
+        Some(Command::Family(f)) => f.run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

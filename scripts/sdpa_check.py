@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Cross-checks rustile's attention against PyTorch on the same inputs.
 
-`rustile attention dump --out DIR …` writes DIR/meta.json and q.npy, k.npy, v.npy (the inputs,
+`rustile attention dump --out DIR …` writes one directory per case under DIR, each with
+meta.json and q.npy, k.npy, v.npy (the inputs,
 float32 arrays holding exactly the f16/bf16 values, (batch, seq, heads, head_dim)), o.npy
 (rustile's output, float32 of the f16/bf16 values) and lse.npy ((batch, heads_q, seq_q)). This
 script recomputes the attention with `torch.nn.functional.scaled_dot_product_attention` on the
@@ -17,10 +18,12 @@ float64 reference within the dtype bound (the same bound as rustile's own valida
 within 1e-3 relative. PyTorch's own error against the same reference is printed beside it.
 Exit 1 on failure. Usage:
 sdpa_check.py DIR [DIR ...]
+where each DIR is a case directory (it holds meta.json) or holds case directories (the --out of
+`rustile attention dump`).
 """
 
 import json
-import math
+import os
 import sys
 
 import numpy as np
@@ -84,8 +87,26 @@ def check(d):
     return ok
 
 
+def case_dirs(args):
+    out = []
+    for d in args:
+        if os.path.exists(os.path.join(d, "meta.json")):
+            out.append(d)
+            continue
+        subs = sorted(
+            os.path.join(d, s) for s in os.listdir(d) if os.path.exists(os.path.join(d, s, "meta.json"))
+        )
+        if not subs:
+            raise SystemExit(f"{d}: no meta.json in it or in its subdirectories")
+        out.extend(subs)
+    return out
+
+
 def main():
-    ok = all([check(d) for d in sys.argv[1:]])
+    dirs = case_dirs(sys.argv[1:])
+    if not dirs:
+        raise SystemExit("usage: sdpa_check.py DIR [DIR ...]")
+    ok = all([check(d) for d in dirs])
     print("ALL OK" if ok else "FAILED")
     return 0 if ok else 1
 

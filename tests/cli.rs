@@ -1,7 +1,8 @@
 //! The `rustile` binary's command line, no GPU needed: `--help` works on every command of the
-//! grammar (enumerated from clap's tree, so new ones are covered), bad arguments are usage
-//! errors (exit code 2) found before any GPU is opened, and the README's CLI block is the
-//! top-level help.
+//! grammar (enumerated from clap's tree, so new ones are covered — the families' own commands
+//! too), bad arguments are usage errors (exit code 2) found before any GPU is opened, and the
+//! README's CLI block is the top-level help. The attention scripts agree with the binary: the
+//! bench's default shapes are `sdpa_bench.py`'s, and `attention_report.py` reads the bars.
 
 use std::process::{Command, Output};
 
@@ -89,6 +90,13 @@ fn bad_arguments_are_usage_errors_before_any_gpu_is_opened() {
         "memory --sizes-mib x",
         "orchestration --quick --gemm-k 0",
         "ptx-report --all",
+        "attention validate --quick",
+        "attention bench --reps 0",
+        "attention bench --variants fastest",
+        "attention bench --head-dim 96",
+        "attention bench --shapes 1,16,512,64",
+        "attention dump",
+        "attention dump --cases 1,1,1,3,2,64",
     ] {
         let args: Vec<&str> = line.split_whitespace().collect();
         let out = rustile(&args);
@@ -174,4 +182,145 @@ fn every_invocation_in_the_scripts_and_the_readme_parses() {
     }
     // The `--out` checks created it.
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `python3`, if there is one (with `RUSTILE_STRICT=1` there must be).
+fn python() -> Option<&'static str> {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let strict = std::env::var("RUSTILE_STRICT").is_ok_and(|v| v == "1");
+        assert!(!strict, "RUSTILE_STRICT=1 but python3 was not found");
+        eprintln!("SKIPPED: python3 not found");
+    }
+    ok.then_some("python3")
+}
+
+fn script(name: &str) -> String {
+    format!("{}/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_attention_bench_sweeps_the_shapes_sdpa_bench_sweeps() {
+    use rustile::attention::bench::{shapes_arg, Sweep};
+    let out = rustile(&["attention", "bench", "--print-shapes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ours = text(&out.stdout);
+    assert_eq!(ours.trim(), shapes_arg(&Sweep::default().shapes()));
+    let Some(py) = python() else { return };
+    let theirs = Command::new(py)
+        .args([script("sdpa_bench.py").as_str(), "--print-shapes"])
+        .output()
+        .expect("python3 runs");
+    assert!(theirs.status.success(), "{}", text(&theirs.stderr));
+    assert_eq!(
+        text(&theirs.stdout).trim(),
+        ours.trim(),
+        "sdpa_bench.py's default shapes"
+    );
+    // And the explicit list round-trips through both.
+    let list = "2,8,300,64,1;1,1,4096,128,0";
+    let ours = rustile(&["attention", "bench", "--shapes", list, "--print-shapes"]);
+    let theirs = Command::new(py)
+        .args([
+            script("sdpa_bench.py").as_str(),
+            "--shapes",
+            list,
+            "--print-shapes",
+        ])
+        .output()
+        .expect("python3 runs");
+    assert_eq!(text(&ours.stdout).trim(), list);
+    assert_eq!(text(&theirs.stdout).trim(), list);
+}
+
+#[test]
+fn attention_commands_that_need_a_gpu_say_so_without_one() {
+    if std::env::var("RUSTILE_EXPECT_NO_GPU").is_err() {
+        return; // a GPU may be here: the commands would run
+    }
+    let dir = std::env::temp_dir().join(format!("rustile-cli-nogpu-{}", std::process::id()));
+    let dump = format!("attention dump --out {}", dir.display());
+    for line in [
+        "attention bench --n 512 --head-dim 64 --bh none",
+        dump.as_str(),
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let out = rustile(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "`rustile {line}`: {err}");
+        assert!(
+            err.contains("no GPU") && err.contains("Without a GPU"),
+            "`rustile {line}`:\n{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn attention_report_merges_the_lines_and_reads_the_bars() {
+    let Some(py) = python() else { return };
+    let dir = std::env::temp_dir().join(format!("rustile-cli-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let flops = 4.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * 128.0;
+    let row = |variant: &str, kernel: &str, sm90a: bool, ms: f64| {
+        format!(
+            r#"{{"b":4,"h":16,"n":4096,"d":128,"causal":false,"dtype":"f16","variant":"{variant}","kernel":"{kernel}","sm90a":{sm90a},"anchor":true,"flops":{flops},"tflops":{},"median_ms":{ms},"min_ms":{ms},"max_ms":{ms},"reps":30,"checked_rows":1,"worst_o":0.1,"device":"Test GPU"}}"#,
+            flops / ms / 1e9
+        )
+    };
+    let ours = [
+        row("wgmma", "wgmma_d128", true, 1.0),
+        row("mma", "mma_d128", false, 1.6),
+    ]
+    .join("\n");
+    let theirs = r#"{"b":4,"h":16,"n":4096,"d":128,"causal":false,"dtype":"f16","flash_ms":1.2,"flash_tflops":1,"cudnn_ms":0.9,"cudnn_tflops":1}"#;
+    let (a, b) = (dir.join("attention.jsonl"), dir.join("sdpa.jsonl"));
+    std::fs::write(&a, ours + "\n").unwrap();
+    std::fs::write(&b, format!("{theirs}\n")).unwrap();
+    let (md, svg) = (dir.join("report.md"), dir.join("report.svg"));
+    let out = Command::new(py)
+        .arg(script("attention_report.py"))
+        .args([&a, &b])
+        .args([
+            "--md".as_ref(),
+            md.as_os_str(),
+            "--svg".as_ref(),
+            svg.as_os_str(),
+            "--strict".as_ref(),
+        ])
+        .output()
+        .expect("python3 runs");
+    let report = text(&out.stdout);
+    // mma at 0.75× flash misses its 0.8× bar: --strict exits 1.
+    assert_eq!(out.status.code(), Some(1), "{report}{}", text(&out.stderr));
+    assert!(
+        report.contains("| wgmma_d128 | 549.8 | 458.1 | 610.8 | 1.200 | 0.900 |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| mma_d128 | 343.6 | 458.1 | 610.8 | 0.750 | 0.562 |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **PASS** sm_90a kernel ≥ 1.0× flash"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **PASS** sm_90a kernel ≥ 0.85× cuDNN"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **FAIL** mma (sm_80) ≥ 0.8× flash at d = 128, N = 4096: worst 0.750×"),
+        "{report}"
+    );
+    assert_eq!(std::fs::read_to_string(&md).unwrap(), report);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("wgmma 549.8") && svg.contains("flash 458.1"),
+        "{svg}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

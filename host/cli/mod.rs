@@ -7,6 +7,10 @@
 //!
 //! One file per verb group: [`suite`] (the main job, `info`, `validate`, `analyze`,
 //! `ptx-report`), [`bench`](mod@bench), [`hgemm`] and [`orch`] (the host orchestration studies).
+//! A family with a command line of its own ([`Family::command`], e.g. `rustile attention …`)
+//! needs no line here: [`Cli`] attaches every such command to the derived grammar as a
+//! subcommand named after the family and hands its matches back to the family
+//! ([`Command::Family`]).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -14,7 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::error::Error;
+use crate::error::{Error, Result as RustileResult};
+use crate::families::{self, Family};
 
 pub mod bench;
 pub mod hgemm;
@@ -26,7 +31,7 @@ pub const WITHOUT_GPU: &str = "Without a GPU: `rustile` (the CPU-side suite and 
 simulator), `rustile validate --sim`, `rustile analyze`, `rustile hgemm analyze`,
 `rustile ptx-report`.";
 
-/// `rustile`: hand-written GPU kernels in Rust, launched, validated and benchmarked.
+/// The built-in commands' grammar, derived; [`Cli`] adds the families' own commands to it.
 #[derive(Debug, Parser)]
 #[command(
     name = "rustile",
@@ -36,10 +41,87 @@ simulator), `rustile validate --sim`, `rustile analyze`, `rustile hgemm analyze`
     after_help = WITHOUT_GPU,
     subcommand_required = false
 )]
+struct Grammar {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// `rustile`: hand-written GPU kernels in Rust, launched, validated and benchmarked. The
+/// derived grammar of the built-in commands plus every family's own command
+/// ([`Family::command`]): [`CommandFactory::command`] is the whole tree, and
+/// [`FromArgMatches`] hands a family's subcommand to [`Command::Family`].
+#[derive(Debug)]
 pub struct Cli {
     /// The command; none runs the main job (`run`).
-    #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl CommandFactory for Cli {
+    fn command() -> clap::Command {
+        with_families(Grammar::command())
+    }
+
+    fn command_for_update() -> clap::Command {
+        with_families(Grammar::command_for_update())
+    }
+}
+
+/// `root` with every family's own command attached as a subcommand.
+fn with_families(root: clap::Command) -> clap::Command {
+    families::commands()
+        .into_iter()
+        .fold(root, |root, (_, cmd)| root.subcommand(cmd))
+}
+
+impl FromArgMatches for Cli {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        if let Some((name, sub)) = matches.subcommand() {
+            let family = families::all()
+                .into_iter()
+                .find(|f| f.name() == name && f.command().is_some());
+            if let Some(family) = family {
+                return Ok(Self {
+                    command: Some(Command::Family(FamilyCommand {
+                        family,
+                        matches: sub.clone(),
+                    })),
+                });
+            }
+        }
+        Grammar::from_arg_matches(matches).map(|g| Self { command: g.command })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Parser for Cli {}
+
+/// A family's own command as parsed: the family and the matches of its subcommand.
+#[derive(Clone)]
+pub struct FamilyCommand {
+    /// The family ([`families::all`]).
+    pub family: &'static dyn Family,
+    /// The arguments after `rustile <family>`, as matched by [`Family::command`].
+    pub matches: clap::ArgMatches,
+}
+
+impl FamilyCommand {
+    /// Runs it ([`Family::run_command`]).
+    pub fn run(&self) -> RustileResult<()> {
+        self.family.run_command(&self.matches)
+    }
+}
+
+impl std::fmt::Debug for FamilyCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FamilyCommand")
+            .field("family", &self.family.name())
+            .field("matches", &self.matches)
+            .finish()
+    }
 }
 
 /// The verbs.
@@ -76,6 +158,10 @@ pub enum Command {
     /// Host orchestration studies.
     #[command(flatten)]
     Orch(orch::OrchCommand),
+    /// A family's own command, `rustile <family> …` ([`Family::command`]; not derived: the
+    /// families attach their commands to [`Cli::command`]).
+    #[command(skip)]
+    Family(FamilyCommand),
 }
 
 impl Cli {
@@ -100,6 +186,14 @@ impl Cli {
 
     /// The checks clap's per-argument parsers cannot make, as errors of the subcommand.
     fn check(&self, cmd: &mut clap::Command) -> Result<(), clap::Error> {
+        if let Some(Command::Family(f)) = &self.command {
+            return f.family.check_command(&f.matches).map_err(|e| {
+                match cmd.find_subcommand_mut(f.family.name()) {
+                    Some(sub) => e.format(sub),
+                    None => e.format(cmd),
+                }
+            });
+        }
         let (name, what, result) = match &self.command {
             Some(Command::Analyze(a)) => (
                 "analyze",

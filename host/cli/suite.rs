@@ -242,8 +242,9 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
     validate_on(&backend, args.family, Scale::Full, args.seed.get())
 }
 
-/// Validates `family` (`None`: every family in [`families::all`]) at `scale`.
-fn validate_on(
+/// Validates `family` (`None`: every family in [`families::all`]) at `scale` on `backend`,
+/// prints the failures, and fails if any case did.
+pub fn validate_on(
     backend: &Backend,
     family: Option<FamilyArg>,
     scale: Scale,

@@ -52,6 +52,41 @@ pub trait Family: Sync {
     fn run(&self, backend: &Backend, case: &Case, seed: u64) -> Outcome {
         case.run(backend, seed)
     }
+
+    /// The family's own command line, `rustile <name> …`, if it has one: [`crate::cli`]
+    /// attaches it to the top-level grammar under the family's name (whatever name the
+    /// command was built with), so its arguments are parsed, and bad ones refused with exit
+    /// code 2, before anything runs.
+    fn command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// Checks what clap's per-argument parsers cannot on `matches` (of [`Family::command`]):
+    /// values that span several arguments, or that the family's typed arguments refuse. A
+    /// usage error (exit code 2), before any GPU is opened; [`crate::cli`] formats the error
+    /// (a raw one, as `FromArgMatches` gives) with the family's subcommand.
+    fn check_command(&self, matches: &clap::ArgMatches) -> std::result::Result<(), clap::Error> {
+        let _ = matches;
+        Ok(())
+    }
+
+    /// Runs `rustile <name> …` on the arguments `matches` (of [`Family::command`]).
+    fn run_command(&self, matches: &clap::ArgMatches) -> Result<()> {
+        let _ = matches;
+        Err(crate::error::Error::Usage(format!(
+            "the {} family has no command of its own",
+            self.name()
+        )))
+    }
+}
+
+/// Every family with its own command line ([`Family::command`]), and that command, named after
+/// the family.
+pub fn commands() -> Vec<(&'static dyn Family, clap::Command)> {
+    all()
+        .into_iter()
+        .filter_map(|f| f.command().map(|c| (f, c.name(f.name()))))
+        .collect()
 }
 
 /// How thorough a validation run is.

@@ -1,7 +1,7 @@
 //! The validation cases — on the GPU (every kernel the device runs and the selected one, at
 //! odd lengths, masks, head groupings and layouts; [`Scale::Full`] adds long sequences), in
 //! the simulator (tiny shapes, every ladder record in both dtypes) — and the family's
-//! [`crate::families::Family`] implementation.
+//! [`crate::families::Family`] implementation (with the family's command line, [`cli`]).
 
 use rustile_kernels::registry::DType;
 
@@ -193,6 +193,18 @@ impl crate::families::Family for Attention {
 
     fn about(&self) -> &'static str {
         rustile_kernels::attention::FAMILY.about
+    }
+
+    fn command(&self) -> Option<clap::Command> {
+        Some(<cli::AttentionCli as clap::CommandFactory>::command())
+    }
+
+    fn check_command(&self, matches: &clap::ArgMatches) -> std::result::Result<(), clap::Error> {
+        <cli::AttentionCli as clap::FromArgMatches>::from_arg_matches(matches).map(|_| ())
+    }
+
+    fn run_command(&self, matches: &clap::ArgMatches) -> Result<()> {
+        cli::main(matches)
     }
 
     fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {

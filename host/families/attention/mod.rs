@@ -21,13 +21,24 @@
 //! [`LaunchPlan`](crate::launch::LaunchPlan)s for the GPU or the simulator; [`prepare()`]
 //! binds a problem to a GPU kernel for repeated [`Prepared::launch`]es; [`crate::api::attention`]
 //! is the front door.
+//!
+//! Its command line, `rustile attention validate | bench | dump` ([`cli`], attached through
+//! [`crate::families::Family::command`]): the validation cases, the benchmark ([`bench`](mod@bench),
+//! [`report`]: TFLOP/s on the PyTorch baselines' shapes), and `.npy` dumps ([`dump`],
+//! [`npy`]) for the PyTorch cross-check `scripts/sdpa_check.py`.
 
+pub mod bench;
 pub mod cases;
+pub mod cli;
+pub mod dump;
 pub mod launch;
+pub mod npy;
 pub mod operands;
 pub mod prepare;
 pub mod problem;
 pub mod reference;
+pub mod report;
+pub mod sweep;
 pub mod validate;
 pub mod variant;
 
@@ -39,6 +50,11 @@ pub use problem::*;
 pub use reference::*;
 pub use validate::*;
 pub use variant::*;
+
+#[cfg(test)]
+mod bench_tests;
+#[cfg(test)]
+mod cli_tests;
 
 /// The attention family, for validation ([`crate::families::all`]).
 pub const FAMILY: &dyn crate::families::Family = &Attention;

@@ -1,0 +1,272 @@
+//! `.npy` files of little-endian f32 in C order: what `attention dump` writes for
+//! `scripts/sdpa_check.py` (`numpy.load`), and a reader for the same form.
+//!
+//! The format (NumPy's `format.py`, version 1.0): the magic `\x93NUMPY`, the version bytes
+//! `1 0`, a little-endian u16 header length, then an ASCII Python dict literal
+//! `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }` padded with spaces and ended
+//! by `\n` so that the data starts on a 64-byte boundary; then the elements.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// The bytes of an `.npy` file holding `data` as an array of `shape` (C order). `data` must
+/// hold `shape`'s product of elements.
+pub fn to_bytes(shape: &[usize], data: &[f32]) -> Result<Vec<u8>> {
+    let count = shape.iter().try_fold(1usize, |a, &x| a.checked_mul(x));
+    if count != Some(data.len()) {
+        return Err(Error::InvalidArgument {
+            kernel: "npy".into(),
+            what: format!(
+                "shape {shape:?} does not hold the {} elements given",
+                data.len()
+            ),
+        });
+    }
+    let dims = match shape {
+        [x] => format!("({x},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {dims}, }}");
+    // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
+    let unpadded = MAGIC.len() + 4 + header.len() + 1;
+    header.extend(std::iter::repeat_n(
+        ' ',
+        unpadded.next_multiple_of(64) - unpadded,
+    ));
+    header.push('\n');
+    let len = u16::try_from(header.len()).map_err(|_| Error::InvalidArgument {
+        kernel: "npy".into(),
+        what: format!(
+            "a header of {} bytes needs format version 2.0",
+            header.len()
+        ),
+    })?;
+    let mut out = Vec::with_capacity(10 + header.len() + 4 * data.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    for x in data {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    Ok(out)
+}
+
+/// Writes `data` as an array of `shape` to `path` ([`to_bytes`]).
+pub fn write(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
+    std::fs::write(path, to_bytes(shape, data)?).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Parses an `.npy` file of `<f4` in C order (versions 1.0 and 2.0): its shape and elements.
+pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
+    let bad = |what: String| Error::InvalidArgument {
+        kernel: "npy".into(),
+        what,
+    };
+    if bytes.len() < 10 || &bytes[..6] != MAGIC {
+        return Err(bad("not an .npy file (no \\x93NUMPY magic)".into()));
+    }
+    let (len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        v => return Err(bad(format!("format version {v} is not 1 or 2"))),
+    };
+    let header = bytes
+        .get(start..start + len)
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .ok_or_else(|| bad("the header is cut short or not text".into()))?;
+    let field = |key: &str| -> Option<&str> {
+        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+        Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
+    };
+    let descr = field("descr").ok_or_else(|| bad(format!("no 'descr' in {header:?}")))?;
+    if !descr.starts_with("'<f4'") {
+        return Err(bad(format!("dtype {descr:.8}…: only '<f4' is read")));
+    }
+    let fortran =
+        field("fortran_order").ok_or_else(|| bad(format!("no 'fortran_order' in {header:?}")))?;
+    if !fortran.starts_with("False") {
+        return Err(bad("Fortran order: only C order is read".into()));
+    }
+    let dims = field("shape")
+        .and_then(|s| s.strip_prefix('('))
+        .and_then(|s| s.split_once(')'))
+        .map(|(inside, _)| inside)
+        .ok_or_else(|| bad(format!("no shape tuple in {header:?}")))?;
+    let shape: Vec<usize> = dims
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| bad(format!("shape entry `{s}`")))
+        })
+        .collect::<Result<_>>()?;
+    let count = shape
+        .iter()
+        .try_fold(1usize, |a, &x| a.checked_mul(x))
+        .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
+    let data = &bytes[start + len..];
+    if Some(data.len()) != count.checked_mul(4) {
+        return Err(bad(format!(
+            "shape {shape:?} needs {count} f32 but {} bytes follow the header",
+            data.len()
+        )));
+    }
+    let values = data
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Ok((shape, values))
+}
+
+/// Reads an `.npy` file of `<f4` ([`from_bytes`]).
+pub fn read(path: &Path) -> Result<(Vec<usize>, Vec<f32>)> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    from_bytes(&bytes).map_err(|e| match e {
+        Error::InvalidArgument { what, .. } => Error::InvalidArgument {
+            kernel: format!("npy {}", path.display()),
+            what,
+        },
+        e => e,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_keeps_shape_values_and_special_floats() {
+        let data: Vec<f32> = (0..24)
+            .map(|i| i as f32 * 0.37 - 3.0)
+            .chain([
+                f32::NEG_INFINITY,
+                f32::INFINITY,
+                -0.0,
+                f32::MIN_POSITIVE / 8.0,
+            ])
+            .collect();
+        for shape in [vec![28], vec![2, 14], vec![2, 7, 1, 2], vec![1, 1, 28]] {
+            let bytes = to_bytes(&shape, &data).unwrap();
+            assert_eq!(
+                (bytes.len() - 4 * data.len()) % 64,
+                0,
+                "data 64-byte aligned"
+            );
+            assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+            let (s, v) = from_bytes(&bytes).unwrap();
+            assert_eq!(s, shape);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&v), bits(&data));
+        }
+        let nan = from_bytes(&to_bytes(&[1], &[f32::NAN]).unwrap()).unwrap().1;
+        assert!(nan[0].is_nan());
+        let (s, v) = from_bytes(&to_bytes(&[], &[7.5]).unwrap()).unwrap();
+        assert_eq!((s, v), (vec![], vec![7.5]));
+        let (s, v) = from_bytes(&to_bytes(&[3, 0], &[]).unwrap()).unwrap();
+        assert_eq!((s, v.len()), (vec![3, 0], 0));
+    }
+
+    #[test]
+    fn the_header_is_numpys() {
+        let bytes = to_bytes(&[2, 3], &[0.0; 6]).unwrap();
+        let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
+        assert!(header.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"));
+        assert!(header.ends_with('\n'));
+        assert_eq!((10 + len) % 64, 0);
+        assert_eq!(bytes.len(), 10 + len + 6 * 4);
+        let one = to_bytes(&[5], &[0.0; 5]).unwrap();
+        let len = u16::from_le_bytes([one[8], one[9]]) as usize;
+        assert!(std::str::from_utf8(&one[10..10 + len])
+            .unwrap()
+            .contains("'shape': (5,), }"));
+        assert_eq!(
+            1.5f32.to_le_bytes(),
+            bytes_of(&to_bytes(&[1], &[1.5]).unwrap())
+        );
+    }
+
+    fn bytes_of(file: &[u8]) -> [u8; 4] {
+        let n = file.len();
+        [file[n - 4], file[n - 3], file[n - 2], file[n - 1]]
+    }
+
+    #[test]
+    fn bad_input_is_a_typed_error() {
+        assert!(matches!(
+            to_bytes(&[2, 3], &[0.0; 5]),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            to_bytes(&[usize::MAX, 2], &[]),
+            Err(Error::InvalidArgument { .. })
+        ));
+        let good = to_bytes(&[2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        // The header with `old` replaced by `new` (of the same length).
+        let header = |old: &str, new: &str| {
+            let mut b = good.clone();
+            let at = b
+                .windows(old.len())
+                .position(|w| w == old.as_bytes())
+                .unwrap();
+            b[at..at + old.len()].copy_from_slice(new.as_bytes());
+            b
+        };
+        for (bytes, why) in [
+            (b"nope".to_vec(), "magic"),
+            (good[..good.len() - 1].to_vec(), "cut data"),
+            (good[..20].to_vec(), "cut header"),
+            (header("<f4", "<f8"), "dtype"),
+            (
+                header("'fortran_order': False", "'fortran_order': True "),
+                "order",
+            ),
+            (header("(2, 2)", "(2, x)"), "shape entry"),
+            (header("'shape'", "'shope'"), "no shape"),
+        ] {
+            match from_bytes(&bytes) {
+                Err(Error::InvalidArgument { kernel, .. }) => assert_eq!(kernel, "npy", "{why}"),
+                other => panic!("{why}: {other:?}"),
+            }
+        }
+        let mut v3 = good.clone();
+        v3[6] = 3;
+        assert!(from_bytes(&v3).is_err());
+        let dir = std::env::temp_dir().join(format!("rustile-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.npy");
+        write(&path, &[2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!(read(&path).unwrap(), (vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]));
+        assert!(matches!(
+            read(&dir.join("missing.npy")),
+            Err(Error::Io { .. })
+        ));
+        std::fs::write(&path, b"\x93NUMPY\x01\x00").unwrap();
+        match read(&path) {
+            Err(Error::InvalidArgument { kernel, .. }) => assert!(kernel.contains("x.npy")),
+            other => panic!("{other:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
