@@ -33,48 +33,12 @@ pub fn tensor_map_2d_of(
     ld: usize,
     bx: (u32, u32),
 ) -> Result<[u64; 16]> {
-    use cudarc::driver::sys::{
-        self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
-        CUtensorMapL2promotion, CUtensorMapSwizzle,
-    };
-    let dtype = match elem {
-        DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        DType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-    };
-    let swizzle = if swizzle128 {
-        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
-    } else {
-        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
-    };
-    let mut map = CUtensorMap { opaque: [0; 16] };
     // K = 0: the kernel loads nothing, but the driver wants non-empty dimensions and a non-zero
-    // pitch.
-    let dims = [cols.max(1) as u64, rows.max(1) as u64];
-    let strides = [(ld * elem.bytes()).max(16) as u64];
-    let boxes = [bx.0, bx.1];
-    let unit = [1u32, 1];
-    // SAFETY: every pointer argument points to a live local of the documented length (rank 2:
-    // two dims, one stride, two box sizes, two element strides); the driver only writes `map`.
-    let r = unsafe {
-        sys::cuTensorMapEncodeTiled(
-            &mut map,
-            dtype,
-            2,
-            addr as *mut _,
-            dims.as_ptr(),
-            strides.as_ptr(),
-            boxes.as_ptr(),
-            unit.as_ptr(),
-            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            swizzle,
-            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )
-    };
-    r.result()
-        .during(|| format!("encoding a tensor map ({cols} × {rows}, pitch {ld}, box {bx:?})"))?;
-    Ok(map.opaque)
+    // pitch (`encode` raises both).
+    let dims = [cols as u64, rows as u64];
+    let strides = [(ld * elem.bytes()) as u64];
+    encode(elem, swizzle128, addr, &dims, &strides, &[bx.0, bx.1])
+        .during(|| format!("encoding a tensor map ({cols} × {rows}, pitch {ld}, box {bx:?})"))
 }
 
 /// A 4-D tiled TMA tensor map over a 16-bit tensor (`ty` f16 or bf16) at device address
@@ -89,41 +53,61 @@ pub fn tensor_map_4d(
     strides: [u64; 3],
     bx: [u32; 4],
 ) -> Result<[u64; 16]> {
+    encode(ty, true, addr, &dims, &strides, &bx).during(|| {
+        format!("encoding a 4-D tensor map (dims {dims:?}, strides {strides:?}, box {bx:?})")
+    })
+}
+
+/// `cuTensorMapEncodeTiled` of rank `dims.len()` (`strides`: one fewer, bytes; `bx`: one per
+/// dimension), element strides 1, zeros out of range, 256-byte L2 promotion. Empty dimensions
+/// and pitches under 16 bytes are raised to the driver's minimum.
+fn encode(
+    elem: DType,
+    swizzle128: bool,
+    addr: u64,
+    dims: &[u64],
+    strides: &[u64],
+    bx: &[u32],
+) -> std::result::Result<[u64; 16], cudarc::driver::DriverError> {
     use cudarc::driver::sys::{
         self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
         CUtensorMapL2promotion, CUtensorMapSwizzle,
     };
-    let dtype = match ty {
+    assert!(dims.len() <= 5 && strides.len() + 1 == dims.len() && bx.len() == dims.len());
+    let dtype = match elem {
         DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         DType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         DType::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
     };
+    let swizzle = if swizzle128 {
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+    } else {
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
+    };
     let mut map = CUtensorMap { opaque: [0; 16] };
-    let dims = dims.map(|d| d.max(1));
-    let strides = strides.map(|s| s.max(16));
-    let unit = [1u32; 4];
-    // SAFETY: every pointer argument points to a live local of the documented length (rank 4:
-    // four dims, three strides, four box sizes, four element strides); the driver only writes
-    // `map`.
+    let dims: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    let strides: Vec<u64> = strides.iter().map(|&s| s.max(16)).collect();
+    let unit = vec![1u32; dims.len()];
+    // SAFETY: every pointer argument points to a live buffer of the length the rank implies
+    // (checked above: `rank` dims, box sizes and element strides, `rank − 1` strides); the
+    // driver only writes `map`.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             dtype,
-            4,
+            dims.len() as u32,
             addr as *mut _,
             dims.as_ptr(),
             strides.as_ptr(),
             bx.as_ptr(),
             unit.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };
-    r.result().during(|| {
-        format!("encoding a 4-D tensor map (dims {dims:?}, strides {strides:?}, box {bx:?})")
-    })?;
+    r.result()?;
     Ok(map.opaque)
 }
 

@@ -68,6 +68,24 @@ unsafe fn load_rows<const ROWS: u32, const D: u32>(
     });
 }
 
+/// Two `mma.m16n8k16`s sharing the A fragment `a`: `acc[o..o + 4]` += A·(`x[0]`, `x[1]`) and
+/// `acc[o + 4..o + 8]` += A·(`x[2]`, `x[3]`) — the two n8 tiles one `ldmatrix.x4` of B gives.
+/// `o` is a constant after unrolling, so `acc` stays in registers.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn mma_pair<const N: usize>(kind: gpu::MmaKind, a: [u32; 4], x: [u32; 4], acc: &mut [f32; N], o: usize) {
+    crate::unroll!(2, h, {
+        let at = o + 4 * h;
+        let d = gpu::mma_m16n8k16(
+            kind,
+            a,
+            [x[2 * h], x[2 * h + 1]],
+            [acc[at], acc[at + 1], acc[at + 2], acc[at + 3]],
+        );
+        acc[at..at + 4].copy_from_slice(&d);
+    });
+}
+
 /// The kernel body for head dimension `D` (64 or 128). Grid `(⌈nq/BM⌉, heads_q, batch)`,
 /// [`THREADS`] threads, [`shared_bytes`]`(D)` of shared memory.
 ///
@@ -171,17 +189,7 @@ pub unsafe fn fa2<I: TcIn, O: TcOut<Store = u16>, const D: u32>(
             if (ks as u32) < D / 16 {
                 crate::unroll!(4, jp, {
                     let x = kt.ldmatrix::<4, false>(16 * jp as u32 + 8 * (qd / 2) + r8, 2 * ks as u32 + qd % 2);
-                    let o0 = 8 * jp;
-                    let d0 = gpu::mma_m16n8k16(I::KIND, qf[ks], [x[0], x[1]], [s[o0], s[o0 + 1], s[o0 + 2], s[o0 + 3]]);
-                    let d1 = gpu::mma_m16n8k16(I::KIND, qf[ks], [x[2], x[3]], [s[o0 + 4], s[o0 + 5], s[o0 + 6], s[o0 + 7]]);
-                    s[o0] = d0[0];
-                    s[o0 + 1] = d0[1];
-                    s[o0 + 2] = d0[2];
-                    s[o0 + 3] = d0[3];
-                    s[o0 + 4] = d1[0];
-                    s[o0 + 5] = d1[1];
-                    s[o0 + 6] = d1[2];
-                    s[o0 + 7] = d1[3];
+                    mma_pair(I::KIND, qf[ks], x, &mut s, 8 * jp);
                 });
             }
         });
@@ -209,17 +217,7 @@ pub unsafe fn fa2<I: TcIn, O: TcOut<Store = u16>, const D: u32>(
             crate::unroll!(8, jp, {
                 if (jp as u32) < D / 16 {
                     let x = vt.ldmatrix::<4, true>(16 * kk as u32 + 8 * (qd % 2) + r8, 2 * jp as u32 + qd / 2);
-                    let o0 = 8 * jp;
-                    let d0 = gpu::mma_m16n8k16(I::KIND, a, [x[0], x[1]], [acc[o0], acc[o0 + 1], acc[o0 + 2], acc[o0 + 3]]);
-                    let d1 = gpu::mma_m16n8k16(I::KIND, a, [x[2], x[3]], [acc[o0 + 4], acc[o0 + 5], acc[o0 + 6], acc[o0 + 7]]);
-                    acc[o0] = d0[0];
-                    acc[o0 + 1] = d0[1];
-                    acc[o0 + 2] = d0[2];
-                    acc[o0 + 3] = d0[3];
-                    acc[o0 + 4] = d1[0];
-                    acc[o0 + 5] = d1[1];
-                    acc[o0 + 6] = d1[2];
-                    acc[o0 + 7] = d1[3];
+                    mma_pair(I::KIND, a, x, &mut acc, 8 * jp);
                 }
             });
         });
