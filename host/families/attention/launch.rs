@@ -3,7 +3,7 @@
 //! argument in the kernel's order. One definition for the GPU, the simulator and a prepared
 //! launch.
 
-use rustile_kernels::attention::{v01_naive, v03_wgmma, LOG2_E};
+use rustile_kernels::attention::{combine, v01_naive, v03_wgmma, LOG2_E};
 use rustile_kernels::gpu::sched::TileGrid;
 use rustile_kernels::registry::{DType, Entry, KernelInfo, Launch, Layout};
 
@@ -33,7 +33,8 @@ pub struct Addrs {
     pub o: u64,
     /// LSE.
     pub lse: u64,
-    /// `naive`'s f32 scratch ([`scratch_len`] floats).
+    /// The f32 scratch ([`scratch_len`] floats): `naive`'s scores, or the TMA kernel's
+    /// per-split partial O then partial LSE.
     pub scratch: u64,
     /// The tensor maps of Q, K and V (the TMA kernel; 384 bytes).
     pub maps: u64,
@@ -57,9 +58,32 @@ impl Addrs {
     }
 }
 
-/// f32 elements of scratch `record` needs for `p` (0 for the fused kernels), or
-/// [`Error::TooLarge`] past [`SCRATCH_CAP_BYTES`].
-pub fn scratch_len(p: &Problem, record: &KernelInfo) -> Result<usize> {
+/// Key splits of the TMA kernel on a device of `sms` SMs (0: unknown, no split): when the
+/// query tiles fill at most half of the SMs, split each block's keys so that about one wave of
+/// tiles fills the device — at most 16 ways, and at most one key tile per split.
+pub fn splits(p: &Problem, record: &KernelInfo, sms: u32) -> u32 {
+    if kind_of(record) != Some(Kind::Tma) || sms == 0 {
+        return 1;
+    }
+    let s = &p.shape;
+    let tiles = (s.seq_q as u64).div_ceil(v03_wgmma::BM as u64) * (s.batch * s.heads_q) as u64;
+    let key_tiles = (s.seq_kv as u64).div_ceil(v03_wgmma::BN as u64);
+    if tiles * 2 > sms as u64 {
+        return 1;
+    }
+    (sms as u64 / tiles).min(key_tiles).clamp(1, 16) as u32
+}
+
+/// f32 elements of scratch `record` needs for `p` on a device of `sms` SMs (0: unknown) — 0
+/// for the fused kernels, `naive`'s scores, the TMA kernel's partial O and LSE when it splits
+/// the keys — or [`Error::TooLarge`] past [`SCRATCH_CAP_BYTES`].
+pub fn scratch_len(p: &Problem, record: &KernelInfo, sms: u32) -> Result<usize> {
+    let n_split = splits(p, record, sms);
+    if n_split > 1 {
+        let s = &p.shape;
+        // At most 16 splits of a grid under one wave: small.
+        return Ok(n_split as usize * s.lse_len() * (s.head_dim + 1));
+    }
     if kind_of(record) != Some(Kind::ThreePass) {
         return Ok(0);
     }
@@ -141,7 +165,7 @@ pub fn plans(p: &Problem, record: &'static KernelInfo, a: &Addrs) -> Result<Vec<
     let (nq64, nkv64, d64) = (s.seq_q as u64, s.seq_kv as u64, s.head_dim as u64);
     match kind {
         Kind::ThreePass => {
-            scratch_len(p, record)?;
+            scratch_len(p, record, a.sms)?;
             let tile = v01_naive::TILE as u64;
             let d = u32_arg(p, "head_dim", s.head_dim)?;
             let rows = u32_arg(p, "batch·heads_q·seq_q", s.lse_len())?;
@@ -205,7 +229,8 @@ pub fn plans(p: &Problem, record: &'static KernelInfo, a: &Addrs) -> Result<Vec<
         Kind::Tma => {
             let batch = u32_arg(p, "batch", s.batch)?;
             u32_arg(p, "batch·heads_q", bh as usize)?;
-            let tiles = TileGrid::new(s.seq_q as u32, bh as u32, v03_wgmma::BM, 1, 1);
+            let n_split = splits(p, record, a.sms);
+            let tiles = TileGrid::new(s.seq_q as u32, bh as u32 * n_split, v03_wgmma::BM, 1, 1);
             u32_arg(p, "query tiles", tiles.tiles_m as usize * bh as usize)?;
             // Causal: query-block-major, the longest blocks first (the kernel reverses the
             // rows), so the static round-robin balances; otherwise head by head, so the blocks
@@ -214,8 +239,37 @@ pub fn plans(p: &Problem, record: &'static KernelInfo, a: &Addrs) -> Result<Vec<
             let grid = tiles.persistent_grid(if a.sms == 0 { u32::MAX } else { a.sms });
             let mut args = vec![Arg::Ptr(a.maps), Arg::Ptr(a.o), Arg::Ptr(a.lse), nq, nkv, batch, heads_q, group];
             args.extend(strides(l.o));
-            args.extend([Arg::F32(scale * LOG2_E), causal, Arg::U32(tile_group)]);
-            Ok(vec![plan(p, record, entry(record, p.dtype, p.dtype)?, (grid as u64, 1, 1), args)?])
+            let part_lse = a.scratch + 4 * (n_split as u64 * s.lse_len() as u64 * d64);
+            let (part_o, part_lse) = if n_split > 1 { (a.scratch, part_lse) } else { (0, 0) };
+            args.extend([
+                Arg::F32(scale * LOG2_E),
+                causal,
+                Arg::U32(tile_group),
+                Arg::U32(n_split),
+                Arg::Ptr(part_o),
+                Arg::Ptr(part_lse),
+            ]);
+            let main = plan(p, record, entry(record, p.dtype, p.dtype)?, (grid as u64, 1, 1), args)?;
+            if n_split == 1 {
+                return Ok(vec![main]);
+            }
+            let c = &combine::INFO;
+            let d = u32_arg(p, "head_dim", s.head_dim)?;
+            let mut args = vec![
+                Arg::Ptr(part_o),
+                Arg::Ptr(part_lse),
+                Arg::Ptr(a.o),
+                Arg::Ptr(a.lse),
+                nq,
+                heads_q,
+                Arg::U32(bh as u32),
+                Arg::U32(n_split),
+                d,
+            ];
+            args.extend(strides(l.o));
+            let grid = (nq64.div_ceil(combine::ROWS as u64), s.heads_q as u64, s.batch as u64);
+            let merge = plan(p, c, entry(c, p.dtype, p.dtype)?, grid, args)?;
+            Ok(vec![main, merge])
         }
     }
 }

@@ -139,7 +139,13 @@ pub fn prepare(
     let target = Target::Gpu(gpu.flavour());
     let (variant, record) = resolve(target, variant, p, &ops)?;
     let mut funcs = Vec::new();
-    for plan in plans(p, record, &Addrs::default())? {
+    // The plans as `launch` will build them (the SM count decides the TMA kernel's key splits,
+    // and with them whether a combine pass follows).
+    let probe = Addrs {
+        sms: gpu.info().sm_count,
+        ..Addrs::default()
+    };
+    for plan in plans(p, record, &probe)? {
         // Device limits (grid, threads, opt-in shared memory) and the shared-memory attribute.
         let (f, _) = check::prepare_symbol(
             gpu,
@@ -150,7 +156,7 @@ pub fn prepare(
         )?;
         funcs.push(f);
     }
-    let scratch = match scratch_len(p, record)? {
+    let scratch = match scratch_len(p, record, gpu.info().sm_count)? {
         0 => None,
         n => Some(gpu.alloc::<f32>(n, "attention score scratch")?),
     };
@@ -229,11 +235,22 @@ impl Prepared {
             addrs.maps = *mp;
         }
         let plans = plans(p, self.record, &addrs)?;
+        if plans.len() != self.funcs.len() {
+            return Err(Error::Unsupported {
+                kernel: format!("attention/{}", self.record.name),
+                what: format!(
+                    "{} launches planned, {} prepared: prepare again",
+                    plans.len(),
+                    self.funcs.len()
+                ),
+            });
+        }
         for (plan, f) in plans.iter().zip(&self.funcs) {
             // SAFETY: the plans are the argument lists of the kernels' signatures (built by
             // `plans` from the same records); every buffer was checked just above against the
             // spans the shape and strides imply, its type and the kernel's alignment; O and LSE
-            // share no memory with anything else; the scratch holds `scratch_len` floats; the
+            // share no memory with anything else; the scratch holds `scratch_len` floats (for
+            // the same SM count, so the same splits); the
             // grids and shared memory were checked against the device by `prepare`; the
             // guards keep the buffers in stream order until the launches are enqueued.
             unsafe { plan.enqueue(f, stream) }.map_err(|e| {

@@ -135,7 +135,7 @@ fn run_sim(sim: &Simulator, variant: Option<Variant>, p: &Problem, x: &Inputs) -
             [qa, ka, va, o.addr(), lse.addr()],
         );
         let (_, record) = resolve(Target::Simulator, variant, p, &ops)?;
-        let scratch = match scratch_len(p, record)? {
+        let scratch = match scratch_len(p, record, 0)? {
             0 => None,
             n => Some(sim.alloc::<f32>(n, "attention score scratch")?),
         };

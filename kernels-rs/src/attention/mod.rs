@@ -19,9 +19,13 @@
 //!   operand of the second product;
 //! - [`v03_wgmma`] (sm_90a): FlashAttention-3-class, TMA + `wgmma`, warp-specialized.
 //!
+//! On small grids the `wgmma` step splits the keys of each query block across blocks and
+//! [`combine`] merges the splits (FlashAttention's split-KV).
+//!
 //! Shared blocks: the online softmax ([`softmax`]) works on accumulators in the
 //! `mma.m16n8k16` / `wgmma` fragment layout (the two agree), so both tensor-core steps use it.
 
+pub mod combine;
 pub mod softmax;
 pub mod v01_naive;
 pub mod v02_mma;
@@ -42,6 +46,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v02_mma::INFO_D128,
     &v03_wgmma::INFO_D64,
     &v03_wgmma::INFO_D128,
+    &combine::INFO,
 ];
 
 /// `log2(e)`: scores are scaled by `scale · log2(e)` once, so the softmax uses `ex2`.

@@ -102,14 +102,14 @@ pub const INFO_D128: crate::registry::KernelInfo = crate::registry::KernelInfo {
 
 crate::entry_points! {
     pub const SYMBOLS_D64;
-    sm90a fn device::fa3(maps: *const u8, o: *mut u16, lse: *mut f32, nq: u32, nkv: u32, batch: u32, heads_q: u32, group: u32, o_sb: u64, o_ss: u64, o_sh: u64, scale_log2: f32, causal: u32, tile_group: u32);
+    sm90a fn device::fa3(maps: *const u8, o: *mut u16, lse: *mut f32, nq: u32, nkv: u32, batch: u32, heads_q: u32, group: u32, o_sb: u64, o_ss: u64, o_sh: u64, scale_log2: f32, causal: u32, tile_group: u32, splits: u32, part_o: *mut f32, part_lse: *mut f32);
     attention_wgmma_d64_f16 => (F16, F16, Any) [W = device::F16, O = crate::tc::OutF16; D: u32 = 64, ON: usize = 32];
     attention_wgmma_d64_bf16 => (Bf16, Bf16, Any) [W = device::Bf16, O = crate::tc::OutBf16; D: u32 = 64, ON: usize = 32];
 }
 
 crate::entry_points! {
     pub const SYMBOLS_D128;
-    sm90a fn device::fa3(maps: *const u8, o: *mut u16, lse: *mut f32, nq: u32, nkv: u32, batch: u32, heads_q: u32, group: u32, o_sb: u64, o_ss: u64, o_sh: u64, scale_log2: f32, causal: u32, tile_group: u32);
+    sm90a fn device::fa3(maps: *const u8, o: *mut u16, lse: *mut f32, nq: u32, nkv: u32, batch: u32, heads_q: u32, group: u32, o_sb: u64, o_ss: u64, o_sh: u64, scale_log2: f32, causal: u32, tile_group: u32, splits: u32, part_o: *mut f32, part_lse: *mut f32);
     attention_wgmma_d128_f16 => (F16, F16, Any) [W = device::F16, O = crate::tc::OutF16; D: u32 = 128, ON: usize = 64];
     attention_wgmma_d128_bf16 => (Bf16, Bf16, Any) [W = device::Bf16, O = crate::tc::OutBf16; D: u32 = 128, ON: usize = 64];
 }
@@ -192,6 +192,8 @@ mod device {
         row: u32,
         /// Tiles begun by this consumer.
         tiles: u32,
+        /// The first key tile of the current tile's split.
+        kt0: u32,
     }
 
     /// Attention as hooks on the warp-specialized driver.
@@ -205,6 +207,13 @@ mod device {
         o_strides: [u64; 3],
         scale_log2: f32,
         tiles_m: u32,
+        /// Key splits per query block (1: none); with more, each split writes its normalized
+        /// partial O and LSE (f32) to `part_o` / `part_lse` for the combine kernel.
+        splits: u32,
+        part_o: *mut f32,
+        part_lse: *mut f32,
+        /// `batch · heads_q`.
+        bh_total: u32,
         _t: core::marker::PhantomData<(W, O)>,
     }
 
@@ -220,10 +229,24 @@ mod device {
             qb * BM
         }
 
-        /// `(batch, head)` of tile `(r, bh)`.
+        /// `(batch, head)` of tile `(r, bh·splits + split)`.
         #[inline(always)]
-        fn bh(&self, (_, bh): (u32, u32)) -> (u32, u32) {
+        fn bh(&self, (_, c): (u32, u32)) -> (u32, u32) {
+            let bh = c / self.splits;
             (bh / self.heads_q, bh % self.heads_q)
+        }
+
+        /// The key tiles of tile `tile`: `(first, count)` — its split's share of the query
+        /// block's key tiles (all of them without splits).
+        #[inline(always)]
+        fn k_range(&self, tile: (u32, u32)) -> (u32, u32) {
+            let total = self.mask.kv_end(self.q0(tile) + BM).div_ceil(BN);
+            if self.splits == 1 {
+                return (0, total);
+            }
+            let per = total.div_ceil(self.splits);
+            let first = (tile.1 % self.splits) * per;
+            (first, if first >= total { 0 } else { (total - first).min(per) })
         }
 
         /// This thread's first row (of two: `+ 8`) in tile `tile` as consumer `c`.
@@ -239,6 +262,9 @@ mod device {
         where
             O: TcOut<Store = u16>,
         {
+            if self.splits > 1 {
+                return self.store_part(o, inv, lse, tile, c);
+            }
             let (b, h) = self.bh(tile);
             let [sb, ss, sh] = self.o_strides;
             let epi = Epilogue::<O> {
@@ -265,6 +291,43 @@ mod device {
                     let rr = row + 8 * r as u32;
                     if rr < self.mask.nq {
                         f32::st_global(self.lse.add((base + rr as u64) as usize), lse[r]);
+                    }
+                });
+            }
+        }
+    }
+
+    impl<W, O: TcOut, const D: u32, const ON: usize> Fa3<W, O, D, ON> {
+        /// A split's output: O normalized by its own sum, in f32, and its LSE, at
+        /// `part_o[((split·B·H + b·H + h)·nq + row)·D + col]`, `part_lse[(split·B·H + …)·nq + row]`.
+        #[inline(always)]
+        unsafe fn store_part(&self, o: &[f32; ON], inv: [f32; 2], lse: [f32; 2], tile: (u32, u32), c: u32) {
+            let split = tile.1 % self.splits;
+            let bh = tile.1 / self.splits;
+            let slab = (split as u64 * self.bh_total as u64 + bh as u64) * self.mask.nq as u64;
+            let epi = Epilogue::<crate::tc::OutF32> {
+                c: self.part_o.add((slab * D as u64) as usize),
+                ldc: D,
+                m: self.mask.nq,
+                n: D,
+                alpha: 1.0,
+                beta: 0.0,
+                bias: core::ptr::null(),
+                relu: 0,
+            };
+            let row = self.row(tile, c);
+            let tq = gpu::thread_idx_x() % 4;
+            crate::unroll!(16, j, {
+                if (j as u32) < D / 8 {
+                    let d = [o[4 * j] * inv[0], o[4 * j + 1] * inv[0], o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]];
+                    epi.store_frag(row, 8 * j as u32 + 2 * tq, d);
+                }
+            });
+            if tq == 0 {
+                crate::unroll!(2, r, {
+                    let rr = row + 8 * r as u32;
+                    if rr < self.mask.nq {
+                        f32::st_global(self.part_lse.add((slab + rr as u64) as usize), lse[r]);
                     }
                 });
             }
@@ -318,11 +381,12 @@ mod device {
             rows: 0,
             row: 0,
             tiles: 0,
+            kt0: 0,
         };
 
         #[inline(always)]
         fn k_tiles_of(&self, tile: (u32, u32), _: u32) -> u32 {
-            self.mask.kv_end(self.q0(tile) + BM).div_ceil(BN)
+            self.k_range(tile).1
         }
 
         #[inline(always)]
@@ -348,7 +412,7 @@ mod device {
         unsafe fn produce(&self, stage: u32, full: u32, tile: (u32, u32), kt: u32) {
             let (b, h) = self.bh(tile);
             let hk = (h / self.group) as i32;
-            let kv0 = (kt * BN) as i32;
+            let kv0 = ((self.k_range(tile).0 + kt) * BN) as i32;
             crate::unroll!(2, x, {
                 if (x as u32) < D / 64 {
                     let at = [64 * x as i32, kv0, hk, b as i32];
@@ -363,6 +427,7 @@ mod device {
         unsafe fn begin(&self, acc: &mut Acc<ON>, at: u32, tile: (u32, u32), c: u32) {
             acc.q = at + c * 64 * 128;
             acc.rows = self.q0(tile) + 64 * c;
+            acc.kt0 = self.k_range(tile).0;
             acc.row = self.row(tile, c);
             acc.o = [0.0; ON];
             acc.sm = Softmax::NEW;
@@ -411,7 +476,7 @@ mod device {
             } else {
                 wgmma::wgmma_wait_64::<0>(&mut acc.s);
             }
-            self.mask_tile(acc, kt * BN);
+            self.mask_tile(acc, (acc.kt0 + kt) * BN);
             let alpha = acc.sm.update(&mut acc.s, self.scale_log2);
             // P·V of the previous tile done: stage kt − 1 is free, O and P may change.
             wgmma::wgmma_wait_64::<0>(&mut acc.s);
@@ -458,7 +523,10 @@ mod device {
     /// The kernel. `maps`: the tensor maps of Q (byte 0), K (128) and V (256), each 4-D `(d,
     /// seq, heads, batch)` with a [`BOX`] box and 128-byte swizzle; `tile_group`: query-block
     /// rows per band of the tile order (1: query-block-major, for causal; the number of query
-    /// blocks: head by head).
+    /// blocks: head by head); `splits` > 1: the keys of each query block are split that many
+    /// ways (small grids), each split writing a normalized partial O and its LSE in f32 to
+    /// `part_o` (`splits · batch · heads_q · nq · D`) and `part_lse` (`splits · batch · heads_q ·
+    /// nq`) for [`super::combine`](crate::attention::combine) instead of O and L.
     ///
     /// # Safety
     /// The maps describe Q, K, V as the shape says; O and L hold the spans the shape and
@@ -480,13 +548,16 @@ mod device {
         scale_log2: f32,
         causal: u32,
         tile_group: u32,
+        splits: u32,
+        part_o: *mut f32,
+        part_lse: *mut f32,
     ) {
         let mask = Mask {
             nq,
             nkv,
             causal: causal != 0,
         };
-        let grid = TileGrid::new(nq, batch * heads_q, BM, 1, tile_group);
+        let grid = TileGrid::new(nq, batch * heads_q * splits, BM, 1, tile_group);
         let fa = Fa3::<W, O, D, ON> {
             maps,
             o,
@@ -497,6 +568,10 @@ mod device {
             o_strides: [o_sb, o_ss, o_sh],
             scale_log2,
             tiles_m: grid.tiles_m,
+            splits,
+            part_o,
+            part_lse,
+            bh_total: batch * heads_q,
             _t: core::marker::PhantomData,
         };
         ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&fa, grid, 0);
