@@ -256,66 +256,56 @@ mod device {
             self.q0(tile) + 64 * c + 16 * ((tid / 32) % 4) + (tid % 32) / 4
         }
 
-        /// Writes O (`acc` × `inv` per row) and the log-sum-exps of this thread's rows.
+        /// Writes O (`acc` × `inv` per row) and the log-sum-exps of this thread's rows: to O and
+        /// L, or — for a key split — the split's f32 partials at
+        /// `part_o[((split·B·H + b·H + h)·nq + row)·D + col]`, `part_lse[(split·B·H + …)·nq + row]`.
         #[inline(always)]
         unsafe fn store(&self, o: &[f32; ON], inv: [f32; 2], lse: [f32; 2], tile: (u32, u32), c: u32)
         where
             O: TcOut<Store = u16>,
         {
-            if self.splits > 1 {
-                return self.store_part(o, inv, lse, tile, c);
-            }
-            let (b, h) = self.bh(tile);
-            let [sb, ss, sh] = self.o_strides;
-            let epi = Epilogue::<O> {
-                c: self.o.add(head_offset(b, h, sb, sh)),
-                ldc: ss as u32,
-                m: self.mask.nq,
-                n: D,
-                alpha: 1.0,
-                beta: 0.0,
-                bias: core::ptr::null(),
-                relu: 0,
-            };
             let row = self.row(tile, c);
-            let tq = gpu::thread_idx_x() % 4;
-            crate::unroll!(16, j, {
-                if (j as u32) < D / 8 {
-                    let d = [o[4 * j] * inv[0], o[4 * j + 1] * inv[0], o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]];
-                    epi.store_frag(row, 8 * j as u32 + 2 * tq, d);
-                }
-            });
-            if tq == 0 {
-                let base = (b as u64 * self.heads_q as u64 + h as u64) * self.mask.nq as u64;
-                crate::unroll!(2, r, {
-                    let rr = row + 8 * r as u32;
-                    if rr < self.mask.nq {
-                        f32::st_global(self.lse.add((base + rr as u64) as usize), lse[r]);
-                    }
-                });
+            if self.splits > 1 {
+                let bh = (tile.1 / self.splits) as u64;
+                let slab = ((tile.1 % self.splits) as u64 * self.bh_total as u64 + bh) * self.mask.nq as u64;
+                let epi = self.epilogue::<crate::tc::OutF32>(self.part_o.add((slab * D as u64) as usize), D);
+                self.write_rows(epi, self.part_lse.add(slab as usize), o, inv, lse, row);
+            } else {
+                let (b, h) = self.bh(tile);
+                let [sb, ss, sh] = self.o_strides;
+                let epi = self.epilogue::<O>(self.o.add(head_offset(b, h, sb, sh)), ss as u32);
+                let slab = (b as u64 * self.heads_q as u64 + h as u64) * self.mask.nq as u64;
+                self.write_rows(epi, self.lse.add(slab as usize), o, inv, lse, row);
             }
         }
-    }
 
-    impl<W, O: TcOut, const D: u32, const ON: usize> Fa3<W, O, D, ON> {
-        /// A split's output: O normalized by its own sum, in f32, and its LSE, at
-        /// `part_o[((split·B·H + b·H + h)·nq + row)·D + col]`, `part_lse[(split·B·H + …)·nq + row]`.
+        /// The plain store of `nq × D` rows at `at`, pitch `ld`.
         #[inline(always)]
-        unsafe fn store_part(&self, o: &[f32; ON], inv: [f32; 2], lse: [f32; 2], tile: (u32, u32), c: u32) {
-            let split = tile.1 % self.splits;
-            let bh = tile.1 / self.splits;
-            let slab = (split as u64 * self.bh_total as u64 + bh as u64) * self.mask.nq as u64;
-            let epi = Epilogue::<crate::tc::OutF32> {
-                c: self.part_o.add((slab * D as u64) as usize),
-                ldc: D,
+        fn epilogue<E: TcOut>(&self, at: *mut E::Store, ld: u32) -> Epilogue<E> {
+            Epilogue {
+                c: at,
+                ldc: ld,
                 m: self.mask.nq,
                 n: D,
                 alpha: 1.0,
                 beta: 0.0,
                 bias: core::ptr::null(),
                 relu: 0,
-            };
-            let row = self.row(tile, c);
+            }
+        }
+
+        /// This thread's two rows (from `row`) through `epi`, and their log-sum-exps at
+        /// `lse_rows[row]`.
+        #[inline(always)]
+        unsafe fn write_rows<E: TcOut>(
+            &self,
+            epi: Epilogue<E>,
+            lse_rows: *mut f32,
+            o: &[f32; ON],
+            inv: [f32; 2],
+            lse: [f32; 2],
+            row: u32,
+        ) {
             let tq = gpu::thread_idx_x() % 4;
             crate::unroll!(16, j, {
                 if (j as u32) < D / 8 {
@@ -327,7 +317,7 @@ mod device {
                 crate::unroll!(2, r, {
                     let rr = row + 8 * r as u32;
                     if rr < self.mask.nq {
-                        f32::st_global(self.part_lse.add((slab + rr as u64) as usize), lse[r]);
+                        f32::st_global(lse_rows.add(rr as usize), lse[r]);
                     }
                 });
             }

@@ -43,22 +43,22 @@ impl TcIn for Bf16 {
 pub fn pack2(kind: gpu::MmaKind, lo: f32, hi: f32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: u32;
-        // SAFETY: pure conversion. The first source goes to the upper half.
-        unsafe {
-            match kind {
-                gpu::MmaKind::F16 => core::arch::asm!(
-                    "cvt.rn.f16x2.f32 {d}, {hi}, {lo};",
-                    d = out(reg32) d, hi = in(reg32) hi, lo = in(reg32) lo,
-                    options(pure, nomem, nostack, preserves_flags)
-                ),
-                gpu::MmaKind::Bf16 => core::arch::asm!(
-                    "cvt.rn.bf16x2.f32 {d}, {hi}, {lo};",
-                    d = out(reg32) d, hi = in(reg32) hi, lo = in(reg32) lo,
-                    options(pure, nomem, nostack, preserves_flags)
-                ),
-            }
+        macro_rules! cvt_x2 {
+            ($cvt:literal) => {{
+                let d: u32;
+                // SAFETY: pure conversion. The first source goes to the upper half.
+                unsafe {
+                    core::arch::asm!(concat!($cvt, " {d}, {hi}, {lo};"),
+                        d = out(reg32) d, hi = in(reg32) hi, lo = in(reg32) lo,
+                        options(pure, nomem, nostack, preserves_flags));
+                }
+                d
+            }};
         }
+        let d = match kind {
+            gpu::MmaKind::F16 => cvt_x2!("cvt.rn.f16x2.f32"),
+            gpu::MmaKind::Bf16 => cvt_x2!("cvt.rn.bf16x2.f32"),
+        };
         d
     }
     #[cfg(not(target_arch = "nvptx64"))]
