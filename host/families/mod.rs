@@ -27,7 +27,7 @@ macro_rules! families {
     };
 }
 
-families!(copy, strided, transpose, gemm, hgemm, attention);
+families!(copy, strided, transpose, gemm, hgemm, attention, conv);
 
 /// The family called `name`, if any.
 pub fn find(name: &str) -> Option<&'static dyn Family> {

@@ -35,7 +35,7 @@ macro_rules! families {
     };
 }
 
-families!(copy, strided, transpose, gemm, hgemm, attention, selftest);
+families!(copy, strided, transpose, gemm, hgemm, attention, conv, selftest);
 
 pub use registry::{DType, Entry, Family, KernelInfo, KERNELS};
 

@@ -135,6 +135,10 @@ pub enum Layout {
     Bn,
     /// B transposed, stored N × K (K contiguous).
     Bt,
+    /// Convolution, channels last: activations NHWC, weights KRSC, output NHWC.
+    Nhwc,
+    /// Convolution, channels first: activations NCHW, weights KCRS, output NCHW.
+    Nchw,
 }
 
 /// One instantiation of a variant: its signature, PTX symbol and simulator entry.

@@ -1,0 +1,96 @@
+//! Validation cases: every ladder step × its dtypes and layouts × odd shapes (odd H and W,
+//! stride 2 with odd H, padding 0 and "same", dilation 2, C and K off every tile, 1×1 to 7×7
+//! filters, batch 1, no bias, no ReLU), sized to the back end.
+
+use rustile_kernels::registry::{DType, KernelInfo, Layout};
+
+use crate::backend::Backend;
+use crate::families::{Case, Family, Scale};
+
+use super::*;
+
+/// The shapes every kernel is validated on with `backend` at `scale` (NHWC; the NCHW cases are
+/// the same shapes in NCHW).
+pub fn shapes(backend: &Backend, scale: Scale, dtype: DType) -> Vec<Problem> {
+    let p = |n, h, w, c, k, rs, pad| Problem {
+        w,
+        ..Problem::new(n, h, h, c, k, rs, pad, dtype)
+    };
+    let mut v = vec![
+        p(1, 5, 7, 8, 8, 3, 1),                               // tiny, batch 1
+        p(2, 9, 11, 24, 40, 3, 1),                            // odd H/W, K off the tiles
+        p(1, 13, 13, 16, 17, 3, 0),                           // padding 0, odd K
+        p(2, 11, 9, 32, 24, 3, 1).with_stride(2),             // stride 2, odd H
+        p(1, 12, 10, 16, 16, 1, 0),                           // 1×1
+        p(2, 9, 9, 16, 8, 1, 0).with_stride(2),               // 1×1 stride 2
+        p(1, 11, 12, 8, 24, 5, 2),                            // 5×5 same
+        p(1, 15, 13, 8, 16, 7, 3).with_stride(2),             // 7×7/2 (the stem's filter)
+        p(1, 10, 10, 16, 16, 3, 2).with_dilation(2),          // dilation 2
+        p(1, 9, 9, 16, 24, 3, 1).with_epilogue(false, false), // no bias, no ReLU
+        p(1, 8, 8, 24, 16, 3, 1).with_epilogue(true, false),  // bias, no ReLU
+        p(2, 7, 9, 3, 16, 7, 3).with_stride(2),               // C = 3 (the stem)
+        p(1, 6, 6, 136, 72, 3, 1),                            // C past one 128 chunk
+    ];
+    if matches!(backend, Backend::Gpu(_)) {
+        v.extend([
+            p(4, 28, 28, 64, 64, 3, 1),
+            p(3, 29, 31, 128, 72, 3, 1),
+            p(2, 15, 15, 256, 300, 3, 1).with_stride(2),
+            p(2, 14, 14, 64, 256, 1, 0),
+            p(1, 56, 56, 64, 1, 3, 1), // K = 1
+            p(1, 7, 7, 512, 512, 3, 1),
+        ]);
+        if scale == Scale::Full {
+            v.extend([
+                p(8, 56, 56, 64, 64, 3, 1),
+                p(8, 28, 28, 128, 128, 3, 1),
+                p(8, 14, 14, 256, 256, 3, 1),
+                p(8, 7, 7, 512, 512, 3, 1),
+                p(8, 56, 56, 256, 128, 1, 0),
+                p(8, 224, 224, 3, 64, 7, 3).with_stride(2),
+            ]);
+        }
+    }
+    v
+}
+
+/// The cases of `record` that `backend` can run at `scale`.
+pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) -> Vec<Case> {
+    let mut out = Vec::new();
+    for e in record.symbols {
+        if e.dtype != e.out {
+            continue;
+        }
+        for base in shapes(backend, scale, e.dtype) {
+            let p = base.with_layout(e.layout);
+            if p.check().is_err() || runnable(backend, record, &p).is_err() {
+                continue;
+            }
+            let kernel = kernel_label(record);
+            out.push(Case::new(
+                kernel,
+                e.dtype,
+                p.label(),
+                move |b: &Backend, seed| validate(b, record, &p, seed).map(|_| ()),
+            ));
+        }
+    }
+    out
+}
+
+impl Family for Conv {
+    fn name(&self) -> &'static str {
+        rustile_kernels::conv::FAMILY.name
+    }
+
+    fn about(&self) -> &'static str {
+        rustile_kernels::conv::FAMILY.about
+    }
+
+    fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {
+        ladder().flat_map(|r| cases_of(backend, r, scale)).collect()
+    }
+}
+
+/// Layouts a problem can take, for the CLI.
+pub const LAYOUTS: [Layout; 2] = [Layout::Nhwc, Layout::Nchw];
