@@ -5,7 +5,7 @@ Run from the repository root after changing this script; the output is committed
 
 import pathlib
 
-SHAPES = [128, 256]  # N of m64nNk16; N/2 f32 accumulators per thread
+SHAPES = [64, 128, 256]  # N of m64nNk16; N/2 f32 accumulators per thread
 TYPES = [("f16", "f16"), ("bf16", "bf16")]
 
 out = []

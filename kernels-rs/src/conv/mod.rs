@@ -25,7 +25,13 @@ pub const FAMILY: crate::registry::Family = crate::registry::Family {
 };
 
 /// Every entry point of the family, one registry record each.
-pub const RECORDS: &[&crate::registry::KernelInfo] = &[];
+pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v05_wgmma::INFO_N64,
+    &v05_wgmma::INFO,
+    &v05_wgmma::INFO_N256,
+];
+
+pub mod v05_wgmma;
 
 /// A convolution's geometry, as every kernel sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

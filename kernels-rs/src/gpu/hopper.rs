@@ -152,6 +152,48 @@ pub unsafe fn tma_load_4d(dst: u32, map: *const u8, [x, y, z, w]: [i32; 4], bar:
     );
 }
 
+/// `cp.async.bulk.tensor.3d` global → shared: as [`tma_load_2d`] for a rank-3 tensor map, box
+/// at coordinates `(x, y, z)` (x innermost). The convolution reads its `(C, R·S, K)` weights
+/// this way: one box is 64 channels of one filter tap for a block of output channels, with the
+/// channel and output-channel tails zero-filled.
+///
+/// # Safety
+/// As for [`tma_load_2d`].
+#[inline(always)]
+pub unsafe fn tma_load_3d(dst: u32, map: *const u8, [x, y, z]: [i32; 3], bar: u32) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}, {z}}}], [{b}];",
+        d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z,
+        b = in(reg32) bar,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `cp.async.bulk.tensor.4d` global → shared in **im2col** mode: from an NHWC tensor map made
+/// by `cuTensorMapEncodeIm2col`, loads the map's pixels-per-column consecutive pixels (walking
+/// its bounding box along W, then H, then N, with its element strides) starting at input
+/// coordinates `(c, w, h, n)`, each shifted by the filter-tap offsets `(off_w, off_h)`, with
+/// the map's channels per pixel from channel `c` on. Pixels in the padding and channels past
+/// C arrive as zeros.
+///
+/// # Safety
+/// As for [`tma_load_2d`], with an im2col tensor map.
+#[inline(always)]
+pub unsafe fn tma_load_im2col_4d(
+    dst: u32,
+    map: *const u8,
+    [c, w, h, n]: [i32; 4],
+    [off_w, off_h]: [u16; 2],
+    bar: u32,
+) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c}, {w}, {h}, {n}}}], [{b}], {{{ow}, {oh}}};",
+        d = in(reg32) dst, m = in(reg64) map, c = in(reg32) c, w = in(reg32) w, h = in(reg32) h,
+        n = in(reg32) n, b = in(reg32) bar, ow = in(reg16) off_w, oh = in(reg16) off_h,
+        options(nostack, preserves_flags)
+    );
+}
+
 /// `cp.async.bulk.tensor.2d` shared → global: stores `src` as the box at coordinates `(x, y)`
 /// of the tensor map at `map`; elements of the box outside the tensor are not written. Part of
 /// the thread's current bulk group: [`bulk_commit_group`], then [`bulk_wait_group_read`] before

@@ -4,6 +4,112 @@
 //! fragment"): with `w` the warp within the warpgroup, `g = lane / 4`, `q = lane % 4`,
 //! `acc[4j + 0..2]` = D[16w + g][8j + 2q ..+2], `acc[4j + 2..4]` = D[16w + g + 8][8j + 2q ..+2].
 
+/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16`: `acc += A·B` for a 64×64×16
+/// step of this warpgroup, A and B from shared memory through descriptors `da`, `db`
+/// (K-major A; B K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old
+/// value (`acc = A·B`). Asynchronous: retire it with
+/// [`wgmma_wait_32`] before reading `acc`.
+///
+/// # Safety
+/// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
+/// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
+#[inline(always)]
+pub unsafe fn wgmma_m64n64k16_f16<const TRANS_B: u32>(acc: &mut [f32; 32], da: u64, db: u64, scale_d: u32) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
+        inout(reg32) acc[0],
+        inout(reg32) acc[1],
+        inout(reg32) acc[2],
+        inout(reg32) acc[3],
+        inout(reg32) acc[4],
+        inout(reg32) acc[5],
+        inout(reg32) acc[6],
+        inout(reg32) acc[7],
+        inout(reg32) acc[8],
+        inout(reg32) acc[9],
+        inout(reg32) acc[10],
+        inout(reg32) acc[11],
+        inout(reg32) acc[12],
+        inout(reg32) acc[13],
+        inout(reg32) acc[14],
+        inout(reg32) acc[15],
+        inout(reg32) acc[16],
+        inout(reg32) acc[17],
+        inout(reg32) acc[18],
+        inout(reg32) acc[19],
+        inout(reg32) acc[20],
+        inout(reg32) acc[21],
+        inout(reg32) acc[22],
+        inout(reg32) acc[23],
+        inout(reg32) acc[24],
+        inout(reg32) acc[25],
+        inout(reg32) acc[26],
+        inout(reg32) acc[27],
+        inout(reg32) acc[28],
+        inout(reg32) acc[29],
+        inout(reg32) acc[30],
+        inout(reg32) acc[31],
+        da = in(reg64) da,
+        db = in(reg64) db,
+        sd = in(reg32) scale_d,
+        tb = const TRANS_B,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16`: `acc += A·B` for a 64×64×16
+/// step of this warpgroup, A and B from shared memory through descriptors `da`, `db`
+/// (K-major A; B K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old
+/// value (`acc = A·B`). Asynchronous: retire it with
+/// [`wgmma_wait_32`] before reading `acc`.
+///
+/// # Safety
+/// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
+/// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
+#[inline(always)]
+pub unsafe fn wgmma_m64n64k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 32], da: u64, db: u64, scale_d: u32) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
+        inout(reg32) acc[0],
+        inout(reg32) acc[1],
+        inout(reg32) acc[2],
+        inout(reg32) acc[3],
+        inout(reg32) acc[4],
+        inout(reg32) acc[5],
+        inout(reg32) acc[6],
+        inout(reg32) acc[7],
+        inout(reg32) acc[8],
+        inout(reg32) acc[9],
+        inout(reg32) acc[10],
+        inout(reg32) acc[11],
+        inout(reg32) acc[12],
+        inout(reg32) acc[13],
+        inout(reg32) acc[14],
+        inout(reg32) acc[15],
+        inout(reg32) acc[16],
+        inout(reg32) acc[17],
+        inout(reg32) acc[18],
+        inout(reg32) acc[19],
+        inout(reg32) acc[20],
+        inout(reg32) acc[21],
+        inout(reg32) acc[22],
+        inout(reg32) acc[23],
+        inout(reg32) acc[24],
+        inout(reg32) acc[25],
+        inout(reg32) acc[26],
+        inout(reg32) acc[27],
+        inout(reg32) acc[28],
+        inout(reg32) acc[29],
+        inout(reg32) acc[30],
+        inout(reg32) acc[31],
+        da = in(reg64) da,
+        db = in(reg64) db,
+        sd = in(reg32) scale_d,
+        tb = const TRANS_B,
+        options(nostack, preserves_flags)
+    );
+}
+
 /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`: `acc += A·B` for a 64×128×16
 /// step of this warpgroup, A and B from shared memory through descriptors `da`, `db`
 /// (K-major A; B K-major, or N-major when `TRANS_B` is 1); `scale_d` 0 ignores `acc`'s old
@@ -14,12 +120,7 @@
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_f16<const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    da: u64,
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n128k16_f16<const TRANS_B: u32>(acc: &mut [f32; 64], da: u64, db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -104,12 +205,7 @@ pub unsafe fn wgmma_m64n128k16_f16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_bf16<const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    da: u64,
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n128k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 64], da: u64, db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -194,12 +290,7 @@ pub unsafe fn wgmma_m64n128k16_bf16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n256k16_f16<const TRANS_B: u32>(
-    acc: &mut [f32; 128],
-    da: u64,
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n256k16_f16<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -348,12 +439,7 @@ pub unsafe fn wgmma_m64n256k16_f16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(
-    acc: &mut [f32; 128],
-    da: u64,
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -503,12 +589,7 @@ pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    a: [u32; 4],
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(acc: &mut [f32; 32], a: [u32; 4], db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -565,12 +646,7 @@ pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    a: [u32; 4],
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(acc: &mut [f32; 32], a: [u32; 4], db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -627,12 +703,7 @@ pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    a: [u32; 4],
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(acc: &mut [f32; 64], a: [u32; 4], db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -721,12 +792,7 @@ pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_rs_bf16<const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    a: [u32; 4],
-    db: u64,
-    scale_d: u32,
-) {
+pub unsafe fn wgmma_m64n128k16_rs_bf16<const TRANS_B: u32>(acc: &mut [f32; 64], a: [u32; 4], db: u64, scale_d: u32) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -972,6 +1038,53 @@ pub fn fence_operand_u32_32(r: &mut [u32; 32]) {
             inout(reg32) r[29],
             inout(reg32) r[30],
             inout(reg32) r[31],
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// `wgmma.wait_group.sync.aligned PENDING`: waits until at most `PENDING` `wgmma` groups of this
+/// warpgroup are in flight. `acc` is listed as `inout`, so the compiler neither reads nor moves
+/// the accumulators before the wait (ptxas would otherwise serialize the `wgmma`s).
+#[inline(always)]
+pub fn wgmma_wait_32<const PENDING: u32>(acc: &mut [f32; 32]) {
+    // SAFETY: warpgroup-collective; touches only the listed registers.
+    unsafe {
+        core::arch::asm!(
+            "wgmma.wait_group.sync.aligned {p}; // {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}",
+            inout(reg32) acc[0],
+            inout(reg32) acc[1],
+            inout(reg32) acc[2],
+            inout(reg32) acc[3],
+            inout(reg32) acc[4],
+            inout(reg32) acc[5],
+            inout(reg32) acc[6],
+            inout(reg32) acc[7],
+            inout(reg32) acc[8],
+            inout(reg32) acc[9],
+            inout(reg32) acc[10],
+            inout(reg32) acc[11],
+            inout(reg32) acc[12],
+            inout(reg32) acc[13],
+            inout(reg32) acc[14],
+            inout(reg32) acc[15],
+            inout(reg32) acc[16],
+            inout(reg32) acc[17],
+            inout(reg32) acc[18],
+            inout(reg32) acc[19],
+            inout(reg32) acc[20],
+            inout(reg32) acc[21],
+            inout(reg32) acc[22],
+            inout(reg32) acc[23],
+            inout(reg32) acc[24],
+            inout(reg32) acc[25],
+            inout(reg32) acc[26],
+            inout(reg32) acc[27],
+            inout(reg32) acc[28],
+            inout(reg32) acc[29],
+            inout(reg32) acc[30],
+            inout(reg32) acc[31],
+            p = const PENDING,
             options(nostack, preserves_flags)
         );
     }

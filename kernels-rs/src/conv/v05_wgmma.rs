@@ -1,0 +1,358 @@
+//! Implicit-GEMM convolution on Hopper: TMA im2col + `wgmma`, warp-specialized, persistent
+//! (sm_90a). The conv is hooks on the GEMM's driver [`tc::ws`](crate::tc::ws), with the shared
+//! epilogue.
+//!
+//! - **A (activations)** comes through an **im2col tensor map**: one TMA instruction loads the
+//!   128 output pixels of a tile × 64 channels of one filter tap `(r, s)` into a 128-byte-swizzled
+//!   stage, walking the output pixels across rows and images with the stride, and filling the
+//!   padding (and channels past C, and pixels past the last image) with zeros. No index
+//!   arithmetic runs on the SMs: the producer issues one instruction per k-tile.
+//! - **B (weights)**: KRSC seen as a `(C, R·S, K)` tensor; a box is 64 channels of one tap for
+//!   `BN` output channels (K-major for `wgmma`, like the GEMM's transposed B).
+//! - **k-tiles** run tap-major: `kt = tap · ⌈C/64⌉ + chunk`, `R·S·⌈C/64⌉` of them per tile.
+//! - **Tiles** 128 × `BN` (64, 128 or 256, a [`Width`]): two consumer warpgroups of 64 rows
+//!   each, `BN/2` f32 accumulators per thread; the ring holds as many stages as fit in ~192 KiB.
+//! - **Persistent**, grouped tile order ([`TileGrid`](crate::gpu::sched::TileGrid)), producer
+//!   running ahead across tiles, so the next tile's loads overlap this tile's epilogue.
+//! - **Epilogue**: [`tc::Epilogue`](crate::tc::Epilogue) with the f32 bias and ReLU, stores in
+//!   pairs into the NHWC output (the row-major `N·P·Q × K` matrix).
+//!
+//! Needs: C a multiple of 8 (16-byte pixel pitch for TMA), filters and padding within the
+//! im2col corner range (checked by the host). Bound: like the GEMM, the tensor cores
+//! (~990 TFLOP/s dense) for the 3×3 layers; the 1×1 layers with few k-tiles are bound by
+//! writing the output (`2·N·P·Q·K` bytes at ~4 TB/s).
+
+/// Output pixels per tile (two consumer warpgroups × 64).
+pub const BM: u32 = 128;
+/// Channels per k-tile (one 128-byte swizzle row of f16/bf16).
+pub const BK: u32 = 64;
+/// Threads: the producer warpgroup and two consumers.
+pub const THREADS: u32 = 384;
+/// Bytes of A per stage.
+pub const A_STAGE_BYTES: u32 = BM * BK * 2;
+/// Registers per producer thread after `setmaxnreg.dec`.
+pub const PRODUCER_REGS: u32 = 40;
+/// Registers per consumer thread after `setmaxnreg.inc` (as the GEMM: 168 allocated).
+pub const CONSUMER_REGS: u32 = 232;
+/// Tile rows per group of the persistent order.
+pub const GROUP_M: u32 = 8;
+/// The im2col box: 64 channels × 128 pixels.
+pub const A_BOX: (u32, u32) = (BK, BM);
+/// Shared-memory budget for the ring.
+pub const RING_BUDGET: u32 = 192 * 1024;
+
+/// Bytes of one stage for tile width `bn`.
+pub const fn stage_bytes(bn: u32) -> u32 {
+    A_STAGE_BYTES + bn * BK * 2
+}
+
+/// Ring depth for tile width `bn`: as many stages as fit the budget, at most 8.
+pub const fn stages(bn: u32) -> u32 {
+    let s = RING_BUDGET / stage_bytes(bn);
+    if s > 8 {
+        8
+    } else {
+        s
+    }
+}
+
+/// Dynamic shared bytes for tile width `bn`.
+pub const fn shared_bytes(bn: u32) -> usize {
+    crate::gpu::ring::TmaRing::bytes(stage_bytes(bn), stages(bn))
+}
+
+macro_rules! wgmma_record {
+    ($info:ident, $syms:ident, $name:literal, $role:ident, $bn:literal, $w16:ident, $wb16:ident,
+     $f16:ident, $bf16:ident) => {
+        crate::entry_points! {
+            pub const $syms;
+            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32);
+            $f16 => (F16, F16, Nhwc) [T = device::$w16, O = crate::tc::OutF16];
+            $bf16 => (Bf16, Bf16, Nhwc) [T = device::$wb16, O = crate::tc::OutBf16];
+        }
+
+        #[doc = concat!("Registry record of the ", stringify!($bn), "-channel-wide tile.")]
+        pub const $info: crate::registry::KernelInfo = crate::registry::KernelInfo {
+            family: super::FAMILY,
+            name: $name,
+            role: crate::registry::Role::$role,
+            needs: crate::registry::Needs::HOPPER_TMA,
+            bounds: Some((THREADS, 1)),
+            block: (THREADS, 1, 1),
+            launch: crate::registry::Launch::Persistent { tile: (BM, $bn) },
+            shared_bytes_f16: shared_bytes($bn),
+            symbols: $syms,
+            about: concat!(
+                "implicit GEMM: TMA im2col + wgmma, warp-specialized, persistent, 128x",
+                stringify!($bn),
+                " tiles (sm_90a)"
+            ),
+            ..crate::registry::KernelInfo::BASE
+        };
+    };
+}
+
+wgmma_record!(
+    INFO,
+    SYMBOLS,
+    "wgmma",
+    Ladder,
+    128,
+    N128F16,
+    N128Bf16,
+    conv_wgmma_n128_f16,
+    conv_wgmma_n128_bf16
+);
+wgmma_record!(
+    INFO_N64,
+    SYMBOLS_N64,
+    "wgmma_n64",
+    Tuning,
+    64,
+    N64F16,
+    N64Bf16,
+    conv_wgmma_n64_f16,
+    conv_wgmma_n64_bf16
+);
+wgmma_record!(
+    INFO_N256,
+    SYMBOLS_N256,
+    "wgmma_n256",
+    Tuning,
+    256,
+    N256F16,
+    N256Bf16,
+    conv_wgmma_n256_f16,
+    conv_wgmma_n256_bf16
+);
+
+/// The three tile widths, narrowest first.
+pub const WIDTHS: [&crate::registry::KernelInfo; 3] = [&INFO_N64, &INFO, &INFO_N256];
+
+#[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
+mod device {
+    use super::*;
+    use crate::conv::unpack;
+    use crate::gpu::sched::TileGrid;
+    use crate::gpu::{self, hopper, wgmma};
+    use crate::tc::ws::{self, WsKernel};
+    use crate::tc::{Epilogue, TcOut};
+
+    /// A tile width and input type: the `wgmma` shape, its accumulators and their store.
+    pub trait Width {
+        /// Output channels per tile.
+        const BN: u32;
+        /// One consumer thread's accumulators (`BN / 2` floats).
+        type Acc: Copy;
+        /// Zeros.
+        const ZERO: Self::Acc;
+        /// `acc (+)= A·B` for 64 × BN × 16.
+        unsafe fn mma(acc: &mut Self::Acc, da: u64, db: u64, scale_d: u32);
+        /// `wgmma.wait_group PENDING` over the accumulators.
+        fn wait<const PENDING: u32>(acc: &mut Self::Acc);
+        /// Stores the accumulators of the rows at `row` (and `row + 8`) from column `col0`.
+        unsafe fn store<O: TcOut>(acc: &Self::Acc, epi: &Epilogue<O>, row: u32, col0: u32);
+    }
+
+    macro_rules! width {
+        ($t:ident, $bn:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt) => {
+            pub struct $t;
+            impl Width for $t {
+                const BN: u32 = $bn;
+                type Acc = [f32; $regs];
+                const ZERO: [f32; $regs] = [0f32; $regs];
+                #[inline(always)]
+                unsafe fn mma(acc: &mut [f32; $regs], da: u64, db: u64, sd: u32) {
+                    wgmma::$mma::<0>(acc, da, db, sd)
+                }
+                #[inline(always)]
+                fn wait<const PENDING: u32>(acc: &mut [f32; $regs]) {
+                    wgmma::$wait::<PENDING>(acc)
+                }
+                #[inline(always)]
+                unsafe fn store<O: TcOut>(
+                    acc: &[f32; $regs],
+                    epi: &Epilogue<O>,
+                    row: u32,
+                    col0: u32,
+                ) {
+                    // Fully unrolled: an indexed accumulator would move the array to local memory.
+                    crate::unroll!($n8, j, {
+                        let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+                        epi.store_frag(row, col0 + 8 * j as u32, d);
+                    });
+                }
+            }
+        };
+    }
+    width!(N64F16, 64, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8);
+    width!(N64Bf16, 64, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8);
+    width!(N128F16, 128, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16);
+    width!(N128Bf16, 128, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16);
+    width!(N256F16, 256, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32);
+    width!(
+        N256Bf16,
+        256,
+        128,
+        wgmma_m64n256k16_bf16,
+        wgmma_wait_128,
+        32
+    );
+
+    /// The convolution as hooks on the warp-specialized driver.
+    struct WsConv<T, O: TcOut> {
+        map_x: *const u8,
+        map_w: *const u8,
+        /// Output width and the output pixels per image.
+        q: u32,
+        pq: u32,
+        stride_h: u32,
+        stride_w: u32,
+        pad_h: u32,
+        pad_w: u32,
+        dil_h: u32,
+        dil_w: u32,
+        /// Filter width.
+        s: u32,
+        /// 64-channel chunks per tap.
+        c_chunks: u32,
+        epi: Epilogue<O>,
+        _t: core::marker::PhantomData<T>,
+    }
+
+    impl<T: Width, O: TcOut> WsKernel for WsConv<T, O> {
+        const STAGES: u32 = stages(T::BN);
+        const STAGE_BYTES: u32 = stage_bytes(T::BN);
+        const CONSUMERS: u32 = 2;
+        type Acc = T::Acc;
+        const ACC: T::Acc = T::ZERO;
+
+        #[inline(always)]
+        unsafe fn prefetch(&self) {
+            hopper::prefetch_tensormap(self.map_x);
+            hopper::prefetch_tensormap(self.map_w);
+        }
+
+        #[inline(always)]
+        unsafe fn produce(&self, stage: u32, full: u32, (tm, tn): (u32, u32), kt: u32) {
+            let tap = kt / self.c_chunks;
+            let c0 = ((kt - tap * self.c_chunks) * BK) as i32;
+            let r = tap / self.s;
+            let s = tap - r * self.s;
+            // The tile's first output pixel, as input coordinates of tap (0, 0).
+            let m0 = tm * BM;
+            let n0 = m0 / self.pq;
+            let rem = m0 - n0 * self.pq;
+            let p0 = rem / self.q;
+            let q0 = rem - p0 * self.q;
+            let h0 = (p0 * self.stride_h) as i32 - self.pad_h as i32;
+            let w0 = (q0 * self.stride_w) as i32 - self.pad_w as i32;
+            hopper::tma_load_im2col_4d(
+                stage,
+                self.map_x,
+                [c0, w0, h0, n0 as i32],
+                [(s * self.dil_w) as u16, (r * self.dil_h) as u16],
+                full,
+            );
+            hopper::tma_load_3d(
+                stage + A_STAGE_BYTES,
+                self.map_w,
+                [c0, tap as i32, (tn * T::BN) as i32],
+                full,
+            );
+        }
+
+        #[inline(always)]
+        unsafe fn consume(&self, acc: &mut T::Acc, stage: u32, half: u32, kt: u32) {
+            let sa = stage + half * (64 * BK * 2); // this consumer's 64 pixels
+            let sb = stage + A_STAGE_BYTES; // (BN, BK), K-major
+            hopper::wgmma_fence();
+            let mut kk = 0;
+            while kk < BK / 16 {
+                let da = hopper::matrix_descriptor(sa | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                let db = hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                T::mma(acc, da, db, (kt > 0 || kk > 0) as u32);
+                kk += 1;
+            }
+            hopper::wgmma_commit();
+            T::wait::<1>(acc);
+        }
+
+        #[inline(always)]
+        unsafe fn drain(&self, acc: &mut T::Acc) {
+            T::wait::<0>(acc);
+        }
+
+        #[inline(always)]
+        unsafe fn finish(&self, acc: &mut T::Acc, (tm, tn): (u32, u32), half: u32) {
+            let tid = gpu::thread_idx_x();
+            let (warp, lane) = ((tid / 32) % 4, tid % 32);
+            let (g, q) = (lane / 4, lane % 4);
+            T::store(
+                acc,
+                &self.epi,
+                tm * BM + half * 64 + warp * 16 + g,
+                tn * T::BN + 2 * q,
+            );
+        }
+
+        #[inline(always)]
+        unsafe fn finish_empty(&self, _tile: (u32, u32), _half: u32) {
+            // Every convolution has at least one k-tile (C ≥ 1, R·S ≥ 1).
+        }
+    }
+
+    /// The kernel. `maps`: the im2col map of x at byte 0, the `(C, R·S, K)` map of w at 128
+    /// (global memory); `rows` = N·P·Q, `kout` = K; `pq`, `stride`, `pad`, `dil`, `rs` packed
+    /// as in the module docs of [`crate::conv`]; `c_chunks` = ⌈C/64⌉; `group` ≥ 1.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub unsafe fn conv_wgmma<T: Width, O: TcOut<Store = u16>>(
+        maps: *const u8,
+        y: *mut u16,
+        bias: *const f32,
+        rows: u32,
+        kout: u32,
+        pq: u32,
+        stride: u32,
+        pad: u32,
+        dil: u32,
+        rs: u32,
+        c_chunks: u32,
+        relu: u32,
+        group: u32,
+    ) {
+        let (p, q) = unpack(pq);
+        let (stride_h, stride_w) = unpack(stride);
+        let (pad_h, pad_w) = unpack(pad);
+        let (dil_h, dil_w) = unpack(dil);
+        let (r, s) = unpack(rs);
+        let conv = WsConv::<T, O> {
+            map_x: maps,
+            map_w: maps.add(128),
+            q,
+            pq: p * q,
+            stride_h,
+            stride_w,
+            pad_h,
+            pad_w,
+            dil_h,
+            dil_w,
+            s,
+            c_chunks,
+            epi: Epilogue {
+                c: y,
+                ldc: kout,
+                m: rows,
+                n: kout,
+                alpha: 1.0,
+                beta: 0.0,
+                bias,
+                relu,
+            },
+            _t: core::marker::PhantomData,
+        };
+        let grid = TileGrid::new(rows, kout, BM, T::BN, group);
+        ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
+    }
+}
