@@ -236,6 +236,16 @@ fn settle(gpu: &Gpu, launch: &mut impl FnMut(usize) -> Result<()>) -> Result<()>
     Ok(())
 }
 
+/// Times `N` launch sequences against each other, interleaved as [`time_pair`] does two (the
+/// convolution bench: rustile, cuDNN's fused call and cuDNN's convolution alone at one clock).
+pub fn time_all<const N: usize>(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    launches: [&mut dyn FnMut(usize) -> Result<()>; N],
+) -> Result<[Stats; N]> {
+    time_each(gpu, cfg, launches)
+}
+
 /// Times two launch sequences against each other, interleaved: each repetition times one
 /// launch of `a` and one of `b` back to back, in alternating order, so both see the same
 /// clock. Under a sustained tensor-core load the H200 runs at its power limit and its clock

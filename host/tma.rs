@@ -58,6 +58,80 @@ pub fn tensor_map_4d(
     })
 }
 
+/// A 3-D tiled TMA tensor map over a 16-bit tensor at `addr`: `dims` innermost first,
+/// `strides` the byte strides of dimensions 1 and 2 (multiples of 16), box `bx`, 128-byte
+/// swizzle, zeros out of range. The convolution's KRSC weights as `(C, R·S, K)`.
+pub fn tensor_map_3d(
+    ty: DType,
+    addr: u64,
+    dims: [u64; 3],
+    strides: [u64; 2],
+    bx: [u32; 3],
+) -> Result<[u64; 16]> {
+    encode(ty, true, addr, &dims, &strides, &bx).during(|| {
+        format!("encoding a 3-D tensor map (dims {dims:?}, strides {strides:?}, box {bx:?})")
+    })
+}
+
+/// The geometry of an im2col tensor map over an NHWC tensor (`cuTensorMapEncodeIm2col`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Im2col {
+    /// `(C, W, H, N)`, innermost first.
+    pub dims: [u64; 4],
+    /// Bounding-box lower corner `(w, h)` of filter tap (0, 0), relative to the image origin.
+    pub lower: [i32; 2],
+    /// Bounding-box upper corner `(w, h)`, relative to `(W, H)` (the box is half-open).
+    pub upper: [i32; 2],
+    /// Traversal strides `(w, h)`: the convolution's stride.
+    pub strides: [u32; 2],
+    /// Channels each pixel brings (the box's inner size; ≤ 64 with 128-byte swizzle).
+    pub channels: u32,
+    /// Pixels one load brings.
+    pub pixels: u32,
+}
+
+/// An im2col TMA tensor map over the dense NHWC 16-bit tensor at `addr`: 128-byte swizzle,
+/// zeros out of range (the padding, channels past C, pixels past the last image).
+pub fn tensor_map_im2col(ty: DType, addr: u64, g: &Im2col) -> Result<[u64; 16]> {
+    use cudarc::driver::sys::{
+        self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let dtype = match ty {
+        DType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        _ => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    };
+    let e = ty.bytes() as u64;
+    let [c, w, h, _] = g.dims;
+    let strides = [c * e, c * w * e, c * w * h * e];
+    let elem_strides = [1, g.strides[0], g.strides[1], 1];
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every pointer argument points to a live array of the length rank 4 implies (4
+    // dims and element strides, 3 strides, 2 corners each); the driver only writes `map`.
+    let r = unsafe {
+        sys::cuTensorMapEncodeIm2col(
+            &mut map,
+            dtype,
+            4,
+            addr as *mut _,
+            g.dims.as_ptr(),
+            strides.as_ptr(),
+            g.lower.as_ptr(),
+            g.upper.as_ptr(),
+            g.channels,
+            g.pixels,
+            elem_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result()
+        .during(|| format!("encoding an im2col tensor map ({g:?})"))?;
+    Ok(map.opaque)
+}
+
 /// `cuTensorMapEncodeTiled` of rank `dims.len()` (`strides`: one fewer, bytes; `bx`: one per
 /// dimension), element strides 1, zeros out of range, 256-byte L2 promotion. Empty dimensions
 /// and pitches under 16 bytes are raised to the driver's minimum.

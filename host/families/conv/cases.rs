@@ -63,7 +63,7 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
         }
         for base in shapes(backend, scale, e.dtype) {
             let p = base.with_layout(e.layout);
-            if p.check().is_err() || runnable(backend, record, &p).is_err() {
+            if p.check().is_err() || runnable(Target::of(backend), record, &p).is_err() {
                 continue;
             }
             let kernel = kernel_label(record);
@@ -88,7 +88,25 @@ impl Family for Conv {
     }
 
     fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {
-        ladder().flat_map(|r| cases_of(backend, r, scale)).collect()
+        ladder()
+            .chain(rustile_kernels::registry::of(
+                rustile_kernels::conv::FAMILY,
+                rustile_kernels::registry::Role::Tuning,
+            ))
+            .flat_map(|r| cases_of(backend, r, scale))
+            .collect()
+    }
+
+    fn command(&self) -> Option<clap::Command> {
+        Some(<super::cli::ConvCli as clap::CommandFactory>::command())
+    }
+
+    fn check_command(&self, matches: &clap::ArgMatches) -> std::result::Result<(), clap::Error> {
+        <super::cli::ConvCli as clap::FromArgMatches>::from_arg_matches(matches).map(|_| ())
+    }
+
+    fn run_command(&self, matches: &clap::ArgMatches) -> crate::error::Result<()> {
+        super::cli::main(matches)
     }
 }
 

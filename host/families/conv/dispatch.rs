@@ -8,26 +8,54 @@ use crate::ptx::Flavour;
 
 use super::{entry, kernel_label, Problem};
 
-/// Whether `record` can run `p` on `backend`: an instantiation for the dtype and layout, the
+/// Where a kernel would run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The simulator (no sm_90a kernel).
+    Simulator,
+    /// A GPU that loaded the PTX flavour `flavour`.
+    Gpu {
+        /// Its PTX flavour.
+        flavour: Flavour,
+    },
+}
+
+impl Target {
+    /// The target `backend` is.
+    pub fn of(backend: &Backend) -> Self {
+        match backend {
+            Backend::Simulator(_) => Target::Simulator,
+            Backend::Gpu(g) => Target::gpu(g),
+        }
+    }
+
+    /// The target `gpu` is.
+    pub fn gpu(gpu: &crate::gpu::Gpu) -> Self {
+        Target::Gpu {
+            flavour: gpu.flavour(),
+        }
+    }
+}
+
+/// Whether `record` can run `p` on `target`: an instantiation for the dtype and layout, the
 /// back end (the simulator runs no TMA kernel; sm_90a kernels need compute capability 9.0),
 /// the channel alignment its loads need, and the kernel's own limits.
-pub fn runnable(backend: &Backend, record: &'static KernelInfo, p: &Problem) -> Result<()> {
+pub fn runnable(target: Target, record: &'static KernelInfo, p: &Problem) -> Result<()> {
     let e = entry(record, p)?;
     let unsupported = |what: String| Error::Unsupported {
         kernel: kernel_label(record),
         what,
     };
-    match backend {
-        Backend::Simulator(_) if e.sim.is_none() => {
+    match target {
+        Target::Simulator if e.sim.is_none() => {
             return Err(unsupported(
                 "the simulator runs no sm_90a (wgmma/TMA) kernel".into(),
             ))
         }
-        Backend::Gpu(g) if !record.in_flavour(g.flavour() == Flavour::Sm90a) => {
+        Target::Gpu { flavour } if !record.in_flavour(flavour == Flavour::Sm90a) => {
             return Err(unsupported(format!(
-                "needs the sm_90a PTX flavour (compute capability 9.0); {} loads {}",
-                g.info().name,
-                g.flavour().name()
+                "needs the sm_90a PTX flavour (compute capability 9.0); this GPU loads {}",
+                flavour.name()
             )))
         }
         _ => {}
@@ -52,14 +80,14 @@ pub fn ladder() -> impl Iterator<Item = &'static KernelInfo> {
     registry::of(rustile_kernels::conv::FAMILY, Role::Ladder)
 }
 
-/// The kernel the dispatcher runs `p` with on `backend`: the last ladder step (the registry
-/// lists them slowest first) that can run it, never the naive study steps when a faster one
-/// can. [`Error::Unsupported`] naming the most preferred kernel's reason when none can.
-pub fn select(backend: &Backend, p: &Problem) -> Result<&'static KernelInfo> {
+/// The kernel the dispatcher runs `p` with on `target`: the last ladder step (the registry
+/// lists them slowest first) that can run it. [`Error::Unsupported`] naming the most preferred
+/// kernel's reason when none can.
+pub fn select(target: Target, p: &Problem) -> Result<&'static KernelInfo> {
     p.check()?;
     let mut first_err = None;
     for record in ladder().collect::<Vec<_>>().into_iter().rev() {
-        match runnable(backend, record, p) {
+        match runnable(target, record, p) {
             Ok(()) => return Ok(record),
             Err(e) => {
                 if first_err.is_none() && entry(record, p).is_ok() {

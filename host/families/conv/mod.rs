@@ -13,11 +13,15 @@
 //! means 16-byte-aligned buffers and channel rows (`C · size` a multiple of 16), for 16-byte
 //! `cp.async` or TMA loads.
 
+pub mod baseline;
+pub mod bench;
 pub mod cases;
+pub mod cli;
 pub mod dispatch;
 pub mod launch;
 pub mod problem;
 pub mod reference;
+pub mod shapes;
 pub mod tma;
 pub mod validate;
 

@@ -79,7 +79,7 @@ pub fn output(
     x: &Inputs,
 ) -> Result<Vec<f32>> {
     p.check()?;
-    runnable(backend, record, p)?;
+    runnable(Target::of(backend), record, p)?;
     let [_, _, ly] = p.lens()?;
     let bx = AnyBuf::upload(backend, p.dtype, &x.x, "conv x")?;
     let bw = AnyBuf::upload(backend, p.dtype, &x.w, "conv w")?;

@@ -1,0 +1,227 @@
+//! The benchmark: a kernel on a problem on the GPU, checked against float64 on sampled outputs
+//! first, then timed with CUDA events (warm-up, L2 flushed before every repetition, median),
+//! interleaved with the cuDNN baseline in the same process when one is given.
+
+use cudarc::driver::{CudaSlice, DevicePtr};
+use rustile_kernels::registry::{DType, KernelInfo};
+
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::harness::{time_all, Stats, TimingConfig};
+
+use super::tma::TmaLaunch;
+use super::*;
+
+/// One measured row.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    /// Layer name (or the problem's label).
+    pub layer: String,
+    /// The problem.
+    pub problem: Problem,
+    /// `conv/<variant>` that ran (the tile width the launcher chose, for the TMA kernel).
+    pub kernel: String,
+    /// rustile's time.
+    pub stats: Stats,
+    /// TFLOP/s at the median.
+    pub tflops: f64,
+    /// The baselines' names and times, measured interleaved with rustile's.
+    pub baselines: Vec<(String, Stats)>,
+    /// Worst |error| / bound over the sampled outputs.
+    pub worst: f64,
+}
+
+impl Row {
+    /// rustile's speed relative to baseline `i` (time ratio: > 1 is faster).
+    pub fn ratio(&self, i: usize) -> Option<f64> {
+        self.baselines
+            .get(i)
+            .map(|(_, s)| s.median_ms / self.stats.median_ms)
+    }
+}
+
+/// A baseline launch on the bench's buffers.
+pub type BaselineFn<'a> = Box<dyn FnMut(&Addrs) -> Result<()> + 'a>;
+
+/// The problem's buffers on the GPU, filled from seeded inputs.
+pub struct GpuBufs {
+    x: Bufs,
+    w: Bufs,
+    /// Bias, if the problem has one.
+    pub bias: Option<CudaSlice<f32>>,
+    y: Bufs,
+}
+
+enum Bufs {
+    F32(CudaSlice<f32>),
+    B16(CudaSlice<u16>),
+}
+
+impl Bufs {
+    fn upload(gpu: &Gpu, dtype: DType, v: &[f32], what: &str) -> Result<Self> {
+        Ok(match dtype {
+            DType::F32 => Bufs::F32(gpu.upload(v, what)?),
+            d => Bufs::B16(gpu.upload(&to_bits(d, v), what)?),
+        })
+    }
+    fn addr(&self, gpu: &Gpu) -> u64 {
+        match self {
+            Bufs::F32(b) => b.device_ptr(gpu.stream()).0,
+            Bufs::B16(b) => b.device_ptr(gpu.stream()).0,
+        }
+    }
+    fn download(&self, gpu: &Gpu, dtype: DType) -> Result<Vec<f32>> {
+        Ok(match self {
+            Bufs::F32(b) => gpu.download(b, "conv y")?,
+            Bufs::B16(b) => gpu
+                .download(b, "conv y")?
+                .into_iter()
+                .map(|v| crate::elem::widen_bits(dtype, v as u32))
+                .collect(),
+        })
+    }
+}
+
+impl GpuBufs {
+    /// Uploads `x` (and a NaN-poisoned y) for `p`.
+    pub fn new(gpu: &Gpu, p: &Problem, x: &Inputs) -> Result<Self> {
+        let [_, _, ly] = p.lens()?;
+        let poison = vec![f32::NAN; ly];
+        Ok(Self {
+            x: Bufs::upload(gpu, p.dtype, &x.x, "conv x")?,
+            w: Bufs::upload(gpu, p.dtype, &x.w, "conv w")?,
+            bias: match &x.bias {
+                Some(b) => Some(gpu.upload(b, "conv bias")?),
+                None => None,
+            },
+            y: Bufs::upload(gpu, p.dtype, &poison, "conv y")?,
+        })
+    }
+
+    /// Their device addresses.
+    pub fn addrs(&self, gpu: &Gpu) -> Addrs {
+        Addrs {
+            x: self.x.addr(gpu),
+            w: self.w.addr(gpu),
+            bias: self.bias.as_ref().map_or(0, |b| b.device_ptr(gpu.stream()).0),
+            y: self.y.addr(gpu),
+        }
+    }
+
+    /// y, widened to f32.
+    pub fn y(&self, gpu: &Gpu, dtype: DType) -> Result<Vec<f32>> {
+        self.y.download(gpu, dtype)
+    }
+}
+
+/// A repeatable launch of `record` (the TMA kernel with its maps built once).
+enum Prepared {
+    Plan(crate::launch::LaunchPlan<'static>),
+    Tma(TmaLaunch),
+}
+
+/// Measures `record` on `p` (inputs from `seed`): one checked launch, then `cfg.reps` timed
+/// repetitions interleaved with each of `baselines` (which run on the same buffers, writing
+/// the same y).
+pub fn bench_one(
+    gpu: &Gpu,
+    layer: &str,
+    record: &'static KernelInfo,
+    p: &Problem,
+    cfg: &TimingConfig,
+    seed: u64,
+    mut baselines: Vec<(String, BaselineFn<'_>)>,
+) -> Result<Row> {
+    p.check()?;
+    runnable(Target::gpu(gpu), record, p)?;
+    let x = Inputs::random(p, seed)?;
+    let bufs = GpuBufs::new(gpu, p, &x)?;
+    let a = bufs.addrs(gpu);
+    let prepared = if record.needs.tma {
+        let width = rustile_kernels::conv::v05_wgmma::WIDTHS
+            .iter()
+            .copied()
+            .find(|w| w.name == record.name && w.name != "wgmma");
+        Prepared::Tma(TmaLaunch::new(gpu, p, &a, width)?)
+    } else {
+        Prepared::Plan(plan(p, record, &a)?)
+    };
+    let kernel = match &prepared {
+        Prepared::Tma(t) => kernel_label(t.record),
+        Prepared::Plan(_) => kernel_label(record),
+    };
+    let stream = gpu.stream().clone();
+    let mut ours = |_: usize| -> Result<()> {
+        // SAFETY: `bufs` holds p's lengths and outlives every launch (synchronized below).
+        unsafe {
+            match &prepared {
+                Prepared::Tma(t) => t.enqueue(gpu, &stream, p, &a),
+                Prepared::Plan(pl) => pl.launch_on(gpu, &stream),
+            }
+        }
+    };
+    ours(0)?;
+    let got = bufs.y(gpu, p.dtype)?;
+    let which = elements_to_check(p, seed)?;
+    let (_, worst) = compare(p, &kernel, &x, &got, &which)?;
+    let names: Vec<String> = baselines.iter().map(|(n, _)| n.clone()).collect();
+    let mut fns: Vec<Box<dyn FnMut(usize) -> Result<()> + '_>> = Vec::new();
+    fns.push(Box::new(&mut ours));
+    for (_, f) in baselines.iter_mut() {
+        fns.push(Box::new(move |_| f(&a)));
+    }
+    let stats = match fns.as_mut_slice() {
+        [o] => time_all(gpu, cfg, [o.as_mut()])?.to_vec(),
+        [o, b] => time_all(gpu, cfg, [o.as_mut(), b.as_mut()])?.to_vec(),
+        [o, b, c] => time_all(gpu, cfg, [o.as_mut(), b.as_mut(), c.as_mut()])?.to_vec(),
+        _ => {
+            return Err(crate::error::Error::Usage(
+                "at most two baselines per bench row".into(),
+            ))
+        }
+    };
+    gpu.synchronize("conv bench")?;
+    let tflops = p.flops() / (stats[0].median_ms * 1e-3) / 1e12;
+    Ok(Row {
+        layer: layer.into(),
+        problem: *p,
+        kernel,
+        stats: stats[0],
+        tflops,
+        baselines: names.into_iter().zip(stats[1..].iter().copied()).collect(),
+        worst,
+    })
+}
+
+/// The markdown table of `rows`.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| layer | problem | kernel | ms | TFLOP/s | baseline | base TFLOP/s | × base | baseline 2 | × base 2 |\n|---|---|---|---:|---:|---|---:|---:|---|---:|\n",
+    );
+    for r in rows {
+        let base = |i: usize| match r.baselines.get(i) {
+            Some((n, st)) => format!(
+                "{n} | {:.1} | {:.3}",
+                r.problem.flops() / (st.median_ms * 1e-3) / 1e12,
+                r.ratio(i).unwrap_or(0.0)
+            ),
+            None => "— | — | —".into(),
+        };
+        let b2 = match r.baselines.get(1) {
+            Some((n, _)) => format!("{n} | {:.3}", r.ratio(1).unwrap_or(0.0)),
+            None => "— | —".into(),
+        };
+        let b1 = base(0);
+        s += &format!(
+            "| {} | {} | {} | {:.4} | {:.1} | {} | {} |\n",
+            r.layer,
+            r.problem.label(),
+            r.kernel,
+            r.stats.median_ms,
+            r.tflops,
+            b1,
+            b2
+        );
+    }
+    s
+}

@@ -1,0 +1,200 @@
+//! `rustile conv validate | bench`: the family's own command line, attached to `rustile` by
+//! [`crate::families::Family::command`], parsed (bad values exit 2) before anything runs.
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
+use rustile_kernels::registry::{self, DType, KernelInfo, Role};
+
+use crate::backend::Backend;
+use crate::cli::suite::{validate_on, FamilyArg};
+use crate::cli::{positive, writable_dir, Seed};
+use crate::error::{Error, Result};
+use crate::families::Scale;
+use crate::gpu::Gpu;
+use crate::harness::{L2Mode, TimingConfig};
+use crate::sim::Simulator;
+
+use super::bench::{bench_one, markdown, BaselineFn, Row};
+use super::shapes::resnet50;
+use super::{select, Target, FAMILY};
+
+/// `rustile conv`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "conv",
+    about = "Fused conv2d + bias + ReLU (f32 study ladder, f16/bf16 tensor cores): validate, bench",
+    long_about = None
+)]
+pub struct ConvCli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: ConvCommand,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConvCommand {
+    /// Every conv kernel × dtype × shape against float64 (GPU, else the simulator)
+    Validate(ValidateArgs),
+    /// TFLOP/s on the ResNet-50 convolutions, interleaved with cuDNN (L2 flushed, median)
+    ///
+    /// Each kernel's output is first checked against float64 on sampled elements. `--out DIR`
+    /// writes conv.md and conv.json.
+    Bench(BenchArgs),
+}
+
+/// `rustile conv validate`.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct ValidateArgs {
+    /// Add the large shapes to the GPU's cases
+    #[arg(long)]
+    pub full: bool,
+    /// In the simulator even when there is a GPU
+    #[arg(long)]
+    pub sim: bool,
+    #[command(flatten)]
+    pub seed: Seed,
+}
+
+/// `rustile conv bench`.
+#[derive(Clone, Debug, Args)]
+pub struct BenchArgs {
+    /// Kernels [default: the dispatcher's choice]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = variant())]
+    pub variants: Option<Vec<&'static KernelInfo>>,
+    /// Element types (f32 runs NCHW on the f32 kernels)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = dtype(),
+          default_value = "f16,bf16")]
+    pub types: Vec<DType>,
+    /// Batch sizes
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive,
+          default_value = "32")]
+    pub batch: Vec<usize>,
+    /// Only the layers whose name contains one of these (e.g. `3x3,1x1`)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub layers: Option<Vec<String>>,
+    /// Timed repetitions per case (≥ 1)
+    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 20)]
+    pub reps: usize,
+    /// Untimed repetitions first
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub warmup: usize,
+    /// Without the cuDNN baseline
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Write conv.md and conv.json here
+    #[arg(long, value_name = "DIR", value_parser = writable_dir)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub seed: Seed,
+}
+
+fn variant() -> impl TypedValueParser<Value = &'static KernelInfo> {
+    let names: Vec<&'static str> = registry::KERNELS
+        .iter()
+        .copied()
+        .filter(|k| k.family == rustile_kernels::conv::FAMILY && matches!(k.role, Role::Ladder | Role::Tuning))
+        .map(|k| k.name)
+        .collect();
+    PossibleValuesParser::new(names).map(|s| {
+        registry::find(rustile_kernels::conv::FAMILY, &s).expect("a possible value")
+    })
+}
+
+fn dtype() -> impl TypedValueParser<Value = DType> {
+    PossibleValuesParser::new(["f32", "f16", "bf16"])
+        .map(|s| crate::elem::parse_dtype(&s).expect("a possible value"))
+}
+
+/// Runs `rustile conv …`.
+pub fn main(matches: &clap::ArgMatches) -> Result<()> {
+    let cli = ConvCli::from_arg_matches(matches).map_err(|e| Error::Usage(e.to_string()))?;
+    match &cli.command {
+        ConvCommand::Validate(a) => validate(a),
+        ConvCommand::Bench(a) => bench_cmd(a),
+    }
+}
+
+fn validate(a: &ValidateArgs) -> Result<()> {
+    let backend = if a.sim {
+        Backend::Simulator(Simulator::default())
+    } else {
+        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
+        if let Some(e) = no_gpu {
+            eprintln!("{e}: validating in the simulator");
+        }
+        backend
+    };
+    let scale = if a.full { Scale::Full } else { Scale::Quick };
+    validate_on(&backend, Some(FamilyArg(FAMILY)), scale, a.seed.get())
+}
+
+fn bench_cmd(a: &BenchArgs) -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    let cfg = TimingConfig {
+        warmup: a.warmup,
+        reps: a.reps,
+        mode: L2Mode::Flush,
+    };
+    let seed = a.seed.get();
+    let mut rows: Vec<Row> = Vec::new();
+    for &batch in &a.batch {
+        for &dtype in &a.types {
+            for (name, mut p) in resnet50(batch, dtype) {
+                if let Some(f) = &a.layers {
+                    if !f.iter().any(|s| name.contains(s.as_str())) {
+                        continue;
+                    }
+                }
+                if dtype == DType::F32 {
+                    p = p.with_layout(rustile_kernels::registry::Layout::Nchw);
+                }
+                let records: Vec<&'static KernelInfo> = match &a.variants {
+                    Some(v) => v.clone(),
+                    None => match select(Target::gpu(&gpu), &p) {
+                        Ok(r) => vec![r],
+                        Err(e) => {
+                            eprintln!("skipped {name} {}: {e}", p.label());
+                            continue;
+                        }
+                    },
+                };
+                for record in records {
+                    let baselines: Vec<(String, BaselineFn<'_>)> = if a.no_baseline {
+                        Vec::new()
+                    } else {
+                        super::baseline::baselines(&gpu, &p)?
+                    };
+                    match bench_one(&gpu, name, record, &p, &cfg, seed, baselines) {
+                        Ok(r) => {
+                            eprintln!("{}", markdown(std::slice::from_ref(&r)).lines().last().unwrap_or(""));
+                            rows.push(r);
+                        }
+                        Err(e @ Error::Unsupported { .. }) => eprintln!("skipped {name}: {e}"),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+    let md = format!(
+        "conv bench on {} (seed {seed}, median of {} reps after {} warm-up, L2 flushed, interleaved with the baselines)\n\n{}",
+        gpu.info().name,
+        a.reps,
+        a.warmup,
+        markdown(&rows)
+    );
+    println!("{md}");
+    if let Some(dir) = &a.out {
+        let io = |e: std::io::Error| Error::Io {
+            path: dir.display().to_string(),
+            source: e,
+        };
+        std::fs::write(dir.join("conv.md"), &md).map_err(io)?;
+        let json = serde_json::to_string_pretty(&rows).map_err(|e| Error::Usage(e.to_string()))?;
+        std::fs::write(dir.join("conv.json"), json).map_err(io)?;
+    }
+    Ok(())
+}
