@@ -142,11 +142,12 @@ pub fn bench_one(
             .iter()
             .copied()
             .find(|w| w.name == record.name && w.name != "wgmma");
-        Prepared::Tma(TmaLaunch::new(gpu, p, &a, width)?)
+        Prepared::Tma(TmaLaunch::new(gpu, p, &a, width, None)?)
     } else {
         Prepared::Plan(plan(p, record, &a)?)
     };
     let kernel = match &prepared {
+        Prepared::Tma(t) if t.splits > 1 => format!("{} split {}", kernel_label(t.record), t.splits),
         Prepared::Tma(t) => kernel_label(t.record),
         Prepared::Plan(_) => kernel_label(record),
     };

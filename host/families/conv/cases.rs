@@ -75,6 +75,24 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
             ));
         }
     }
+    // Split-K forced 2, 3 and 7 ways on the TMA kernel (its fix-up kernel included), with and
+    // without bias and ReLU.
+    if record.needs.tma && matches!(backend, Backend::Gpu(_)) {
+        for e in record.symbols {
+            for (splits, bias) in [(2, true), (3, false), (7, true)] {
+                let p = Problem::new(2, 9, 11, 24, 40, 3, 1, e.dtype).with_epilogue(bias, bias);
+                if runnable(Target::of(backend), record, &p).is_err() {
+                    continue;
+                }
+                out.push(Case::new(
+                    kernel_label(record),
+                    e.dtype,
+                    format!("{} split {splits}", p.label()),
+                    move |b: &Backend, seed| validate_split(b, record, &p, seed, Some(splits)).map(|_| ()),
+                ));
+            }
+        }
+    }
     out
 }
 

@@ -4,13 +4,14 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use rustile_kernels::conv::v05_wgmma::{self as v05, BM, GROUP_M, WIDTHS};
-use rustile_kernels::conv::pack;
+use rustile_kernels::conv::{combine, pack};
 use rustile_kernels::gpu::sched::TileGrid;
 use rustile_kernels::registry::{DType, KernelInfo, Launch, Layout};
 
 use crate::check::prepare_symbol;
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
+use crate::launch::{Arg, LaunchPlan};
 use crate::tma::{tensor_map_3d, tensor_map_im2col, upload_maps, Im2col};
 
 use super::{entry, kernel_label, Addrs, Problem};
@@ -80,45 +81,82 @@ pub fn supports(p: &Problem, record: &'static KernelInfo) -> Result<()> {
     Ok(())
 }
 
-/// The tile width (a record of [`WIDTHS`]) for `p` on `sms` SMs: the one with the least
-/// estimated time, counting whole waves of tiles and a per-width efficiency (wider tiles
-/// reuse each A load over more output channels).
-pub fn choose_width(p: &Problem, sms: u32) -> Result<&'static KernelInfo> {
-    let (m, n, _) = p.gemm_dims()?;
-    let sms = sms.max(1) as u64;
-    let mut best: Option<(f64, &'static KernelInfo)> = None;
-    for (rec, eff) in WIDTHS.iter().zip([0.72, 0.9, 1.0]) {
-        let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
-            continue;
-        };
-        let tiles = (m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64);
-        let waves = tiles.div_ceil(sms) as f64;
-        // Wasted output channels in the last column of tiles count as work.
-        let t = waves * bn as f64 / eff;
-        if best.is_none_or(|(bt, _)| t < bt * 0.999) {
-            best = Some((t, rec));
-        }
-    }
-    Ok(best.map(|(_, r)| r).unwrap_or(&v05::INFO))
+/// The most parts split-K cuts a reduction into.
+pub const MAX_SPLITS: u32 = 8;
+
+/// Estimated time of `p` at tile width `rec` and `splits` parts on `sms` SMs, in units of one
+/// column of one k-tile: whole waves of tiles, each `k-tiles / splits` k-tiles of
+/// `BN / efficiency` plus its epilogue (the output tile's stores, ~3 k-tile columns per column
+/// at the H200's bandwidth per SM, and with split-K the f32 partials and their fix-up).
+fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> Option<f64> {
+    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
+        return None;
+    };
+    let (m, n, _) = p.gemm_dims().ok()?;
+    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as f64;
+    let tiles = (m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64) * splits as u64;
+    let waves = tiles.div_ceil(sms) as f64;
+    let store = if splits == 1 { 3.0 } else { 6.0 };
+    let fixup = if splits == 1 {
+        0.0
+    } else {
+        // The combine kernel reads splits · 4 and writes 2 bytes per output, spread over the
+        // whole GPU, plus a launch.
+        (m * n) as f64 * (4.0 * splits as f64 + 2.0) / (sms as f64 * 128.0 * 2.0 / 3.0) + 400.0
+    };
+    Some(waves * bn as f64 * (kt / splits as f64 / eff + store) + fixup)
 }
 
-/// A prepared TMA launch: the tensor maps in device memory and the kernel arguments.
+/// The tile width (a record of [`WIDTHS`]) and split-K parts for `p` on `sms` SMs: the pair
+/// with the least [`estimate`]d time (wider tiles reuse each A load over more output
+/// channels; splitting fills the SMs when there are few tiles).
+pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, u32)> {
+    let sms = sms.max(1) as u64;
+    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
+    let (m, n, _) = p.gemm_dims()?;
+    let mut best: Option<(f64, &'static KernelInfo, u32)> = None;
+    for (rec, eff) in WIDTHS.iter().zip([0.72, 0.9, 1.0]) {
+        for splits in 1..=MAX_SPLITS.min(kt.max(1)) {
+            // The fix-up indexes 32-bit elements.
+            if splits > 1 && (m as u64 * n as u64) * splits as u64 > i32::MAX as u64 {
+                break;
+            }
+            let Some(t) = estimate(p, rec, eff, splits, sms) else {
+                continue;
+            };
+            if best.is_none_or(|(bt, _, _)| t < bt * 0.97) {
+                best = Some((t, rec, splits));
+            }
+        }
+    }
+    Ok(best.map(|(_, r, s)| (r, s)).unwrap_or((&v05::INFO, 1)))
+}
+
+/// A prepared TMA launch: the tensor maps in device memory, the split-K scratch and the
+/// kernel arguments.
 pub struct TmaLaunch {
     /// The width record that runs.
     pub record: &'static KernelInfo,
+    /// Split-K parts (1: none).
+    pub splits: u32,
     maps: CudaSlice<u8>,
+    scratch: Option<CudaSlice<f32>>,
     grid: u32,
-    args: [u32; 10],
+    args: [u32; 11],
 }
 
 impl TmaLaunch {
     /// Builds the maps for `p` with buffers at `a` (`width`: a record of [`WIDTHS`], or
-    /// `None` for [`choose_width`]).
-    pub fn new(gpu: &Gpu, p: &Problem, a: &Addrs, width: Option<&'static KernelInfo>) -> Result<Self> {
-        let record = match width {
-            Some(r) => r,
-            None => choose_width(p, gpu.info().sm_count)?,
-        };
+    /// `None` for [`choose`]; `splits`: forced split-K parts, or `None` for [`choose`]).
+    pub fn new(
+        gpu: &Gpu,
+        p: &Problem,
+        a: &Addrs,
+        width: Option<&'static KernelInfo>,
+        splits: Option<u32>,
+    ) -> Result<Self> {
+        let (auto_rec, auto_splits) = choose(p, gpu.info().sm_count)?;
+        let record = width.unwrap_or(auto_rec);
         supports(p, record)?;
         let Launch::Persistent { tile: (_, bn) } = record.launch else {
             return Err(Error::Unsupported {
@@ -128,6 +166,30 @@ impl TmaLaunch {
         };
         let (pp, qq) = p.out_hw()?;
         let (m, _, _) = p.gemm_dims()?;
+        let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
+        let splits = match splits {
+            Some(s) if s == 0 || s > kt || s > MAX_SPLITS => {
+                return Err(Error::InvalidArgument {
+                    kernel: kernel_label(record),
+                    what: format!("split-K parts {s}: the reduction has {kt} k-tiles (at most {MAX_SPLITS} parts)"),
+                })
+            }
+            Some(s) => s,
+            None if width.is_none() => auto_splits,
+            None => 1,
+        };
+        let scratch_len = if splits > 1 {
+            let n = (m as u64 * p.k as u64 * splits as u64) as usize;
+            if n > i32::MAX as usize {
+                return Err(Error::TooLarge {
+                    kernel: kernel_label(record),
+                    what: format!("split-K scratch of {n} floats"),
+                });
+            }
+            n
+        } else {
+            0
+        };
         let e = p.dtype.bytes() as u64;
         let xmap = tensor_map_im2col(p.dtype, a.x, &im2col(p)?)?;
         let rs = (p.r * p.s) as u64;
@@ -139,7 +201,11 @@ impl TmaLaunch {
             [v05::BK, 1, bn],
         )?;
         let maps = upload_maps(gpu, &[xmap, wmap])?;
-        let tiles = TileGrid::new(m as u32, p.k as u32, BM, bn, GROUP_M);
+        let scratch = match scratch_len {
+            0 => None,
+            n => Some(gpu.alloc::<f32>(n, "conv split-K partials")?),
+        };
+        let tiles = TileGrid::new(m.div_ceil(BM as usize) as u32 * splits * BM, p.k as u32, BM, bn, GROUP_M);
         let grid = tiles.persistent_grid(gpu.info().sm_count);
         let u = |v: usize| v as u32;
         let args = [
@@ -153,38 +219,69 @@ impl TmaLaunch {
             u(p.c.div_ceil(v05::BK as usize)),
             p.relu as u32,
             GROUP_M,
+            splits,
         ];
         Ok(Self {
             record,
+            splits,
             maps,
+            scratch,
             grid,
             args,
         })
     }
 
-    /// Enqueues the launch on `stream`.
+    /// Enqueues the launch (and the split-K fix-up) on `stream`.
     ///
     /// # Safety
     /// `a` (the buffers the maps were built over, and y and bias) are live allocations of
-    /// `gpu`'s context holding `p`'s lengths until the kernel has run.
+    /// `gpu`'s context holding `p`'s lengths until the kernels have run.
     pub unsafe fn enqueue(&self, gpu: &Gpu, stream: &CudaStream, p: &Problem, a: &Addrs) -> Result<()> {
         let e = entry(self.record, p)?;
         let shared = self.record.shared_bytes(p.dtype);
         let (f, mut cfg) = prepare_symbol(gpu, self.record, e.symbol, (self.grid as u64, 1, 1), shared)?;
         cfg.block_dim = self.record.block;
         let (maps, _g) = cudarc::driver::DevicePtr::device_ptr(&self.maps, stream);
+        let ws = match &self.scratch {
+            Some(s) => cudarc::driver::DevicePtr::device_ptr(s, stream).0,
+            None => 0,
+        };
+        let [rows, kout, _, _, _, _, _, _, relu, _, splits] = self.args;
         let mut b = stream.launch_builder(&f);
-        b.arg(&maps).arg(&a.y).arg(&a.bias);
+        b.arg(&maps).arg(&a.y).arg(&a.bias).arg(&ws);
         for v in &self.args {
             b.arg(v);
         }
         // SAFETY: the caller's contract; the argument list matches `conv_wgmma`'s declaration.
         unsafe { b.launch(cfg) }.during(|| format!("launching {}", e.symbol))?;
+        if self.splits > 1 {
+            let rec = &combine::INFO;
+            let ce = entry(rec, p)?;
+            let total = rows as u64 * kout as u64;
+            let plan = LaunchPlan::new(
+                rec,
+                ce,
+                (total.div_ceil(combine::THREADS as u64), 1, 1),
+                vec![
+                    Arg::Ptr(ws),
+                    Arg::Ptr(a.bias),
+                    Arg::Ptr(a.y),
+                    Arg::U32(rows),
+                    Arg::U32(kout),
+                    Arg::U32(splits),
+                    Arg::U32(relu),
+                ],
+            );
+            // SAFETY: the scratch holds splits · rows · kout floats, y rows · kout elements.
+            unsafe { plan.launch_on(gpu, stream)? };
+        }
         Ok(())
     }
 }
 
-/// Builds the maps and launches the TMA kernel on `p` (`width`: as for [`TmaLaunch::new`]).
+/// Builds the maps and launches the TMA kernel `record` on `p` (a tuning width record runs at
+/// that width; the ladder record at the chosen one), with `splits` split-K parts (`None`: the
+/// chosen number).
 /// The maps' buffer is freed after the launch in stream order.
 ///
 /// # Safety
@@ -195,10 +292,11 @@ pub unsafe fn launch(
     p: &Problem,
     record: &'static KernelInfo,
     a: &Addrs,
-    width: Option<&'static KernelInfo>,
+    splits: Option<u32>,
 ) -> Result<()> {
+    let width: Option<&'static KernelInfo> = None;
     let width = width.or(WIDTHS.iter().copied().find(|w| w.name == record.name && record.name != v05::INFO.name));
-    let l = TmaLaunch::new(gpu, p, a, width)?;
+    let l = TmaLaunch::new(gpu, p, a, width, splits)?;
     // SAFETY: the caller's contract.
     unsafe { l.enqueue(gpu, stream, p, a) }
 }

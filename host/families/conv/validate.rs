@@ -78,6 +78,18 @@ pub fn output(
     p: &Problem,
     x: &Inputs,
 ) -> Result<Vec<f32>> {
+    output_split(backend, record, p, x, None)
+}
+
+/// [`output`] with the TMA kernel's split-K parts forced to `splits` (`None`: its choice;
+/// other kernels ignore it).
+pub fn output_split(
+    backend: &Backend,
+    record: &'static KernelInfo,
+    p: &Problem,
+    x: &Inputs,
+    splits: Option<u32>,
+) -> Result<Vec<f32>> {
     p.check()?;
     runnable(Target::of(backend), record, p)?;
     let [_, _, ly] = p.lens()?;
@@ -98,7 +110,7 @@ pub fn output(
         Backend::Gpu(gpu) if record.needs.tma => {
             // SAFETY: the buffers hold the problem's lengths (uploaded above from `p.lens()`)
             // and live until the download below, which waits for the kernel.
-            unsafe { super::tma::launch(gpu, gpu.stream(), p, record, &a, None)? }
+            unsafe { super::tma::launch(gpu, gpu.stream(), p, record, &a, splits)? }
         }
         _ => {
             let plan = plan(p, record, &a)?;
@@ -116,8 +128,19 @@ pub fn validate(
     p: &Problem,
     seed: u64,
 ) -> Result<Checked> {
+    validate_split(backend, record, p, seed, None)
+}
+
+/// [`validate`] with the TMA kernel's split-K parts forced (see [`output_split`]).
+pub fn validate_split(
+    backend: &Backend,
+    record: &'static KernelInfo,
+    p: &Problem,
+    seed: u64,
+    splits: Option<u32>,
+) -> Result<Checked> {
     let x = Inputs::random(p, seed)?;
-    let got = output(backend, record, p, &x)?;
+    let got = output_split(backend, record, p, &x, splits)?;
     let which = elements_to_check(p, seed)?;
     let (compared, worst) = compare(p, &kernel_label(record), &x, &got, &which)?;
     Ok(Checked {

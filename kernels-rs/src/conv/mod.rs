@@ -29,8 +29,10 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v05_wgmma::INFO_N64,
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,
+    &combine::INFO,
 ];
 
+pub mod combine;
 pub mod v05_wgmma;
 
 /// A convolution's geometry, as every kernel sees it.

@@ -66,7 +66,7 @@ macro_rules! wgmma_record {
      $f16:ident, $bf16:ident) => {
         crate::entry_points! {
             pub const $syms;
-            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32);
+            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, ws: *mut f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32, splits: u32);
             $f16 => (F16, F16, Nhwc) [T = device::$w16, O = crate::tc::OutF16];
             $bf16 => (Bf16, Bf16, Nhwc) [T = device::$wb16, O = crate::tc::OutBf16];
         }
@@ -152,6 +152,9 @@ mod device {
         fn wait<const PENDING: u32>(acc: &mut Self::Acc);
         /// Stores the accumulators of the rows at `row` (and `row + 8`) from column `col0`.
         unsafe fn store<O: TcOut>(acc: &Self::Acc, epi: &Epilogue<O>, row: u32, col0: u32);
+        /// Starts the accumulators at the bias of their columns (`col0 + 8j + {0, 1}`; 0 past
+        /// `n` or when `bias` is null), so the epilogue adds nothing.
+        unsafe fn init(acc: &mut Self::Acc, bias: *const f32, col0: u32, n: u32);
     }
 
     macro_rules! width {
@@ -180,6 +183,19 @@ mod device {
                     crate::unroll!($n8, j, {
                         let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
                         epi.store_frag(row, col0 + 8 * j as u32, d);
+                    });
+                }
+                #[inline(always)]
+                unsafe fn init(acc: &mut [f32; $regs], bias: *const f32, col0: u32, n: u32) {
+                    use crate::gpu::Elem;
+                    crate::unroll!($n8, j, {
+                        let c = col0 + 8 * j as u32;
+                        let b0 = if !bias.is_null() && c < n { f32::ld_global_nc(bias.add(c as usize)) } else { 0.0 };
+                        let b1 = if !bias.is_null() && c + 1 < n { f32::ld_global_nc(bias.add(c as usize + 1)) } else { 0.0 };
+                        acc[4 * j] = b0;
+                        acc[4 * j + 1] = b1;
+                        acc[4 * j + 2] = b0;
+                        acc[4 * j + 3] = b1;
                     });
                 }
             }
@@ -216,8 +232,42 @@ mod device {
         s: u32,
         /// 64-channel chunks per tap.
         c_chunks: u32,
+        /// k-tiles of the whole reduction, and the splits it is cut into.
+        k_total: u32,
+        splits: u32,
+        /// Row tiles of the output (the grid's rows are `m_tiles · splits`: split-major).
+        m_tiles: u32,
+        /// The bias (f32), started in the accumulators (the whole reduction only).
+        bias: *const f32,
+        /// The output, with ReLU; its bias is null (the accumulators start at it).
         epi: Epilogue<O>,
+        /// Split `s` stores its f32 partial sums at `ws + s · rows · kout` (split-K only).
+        part: Epilogue<crate::tc::OutF32>,
         _t: core::marker::PhantomData<T>,
+    }
+
+    impl<T: Width, O: TcOut> WsConv<T, O> {
+        /// The split and the output row tile of grid tile row `tv`.
+        #[inline(always)]
+        fn split_of(&self, tv: u32) -> (u32, u32) {
+            let split = tv / self.m_tiles;
+            (split, tv - split * self.m_tiles)
+        }
+
+        /// The first k-tile of split `split` (the reduction cut into near-equal parts).
+        #[inline(always)]
+        fn k_start(&self, split: u32) -> u32 {
+            ((split as u64 * self.k_total as u64) / self.splits as u64) as u32
+        }
+
+        /// This thread's first accumulator row and column in output tile `(tm, tn)`.
+        #[inline(always)]
+        fn origin(&self, tm: u32, tn: u32, half: u32) -> (u32, u32) {
+            let tid = gpu::thread_idx_x();
+            let (warp, lane) = ((tid / 32) % 4, tid % 32);
+            let (g, q) = (lane / 4, lane % 4);
+            (tm * BM + half * 64 + warp * 16 + g, tn * T::BN + 2 * q)
+        }
     }
 
     impl<T: Width, O: TcOut> WsKernel for WsConv<T, O> {
@@ -234,7 +284,23 @@ mod device {
         }
 
         #[inline(always)]
-        unsafe fn produce(&self, stage: u32, full: u32, (tm, tn): (u32, u32), kt: u32) {
+        fn k_tiles_of(&self, (tv, _): (u32, u32), _k_tiles: u32) -> u32 {
+            let (split, _) = self.split_of(tv);
+            self.k_start(split + 1) - self.k_start(split)
+        }
+
+        #[inline(always)]
+        unsafe fn begin(&self, acc: &mut T::Acc, _at: u32, (tv, tn): (u32, u32), half: u32) {
+            let (split, tm) = self.split_of(tv);
+            let (_, col0) = self.origin(tm, tn, half);
+            let bias = if split == 0 { self.bias } else { core::ptr::null() };
+            T::init(acc, bias, col0, self.epi.n);
+        }
+
+        #[inline(always)]
+        unsafe fn produce(&self, stage: u32, full: u32, (tv, tn): (u32, u32), kt: u32) {
+            let (split, tm) = self.split_of(tv);
+            let kt = self.k_start(split) + kt;
             let tap = kt / self.c_chunks;
             let c0 = ((kt - tap * self.c_chunks) * BK) as i32;
             let r = tap / self.s;
@@ -263,7 +329,7 @@ mod device {
         }
 
         #[inline(always)]
-        unsafe fn consume(&self, acc: &mut T::Acc, stage: u32, half: u32, kt: u32) {
+        unsafe fn consume(&self, acc: &mut T::Acc, stage: u32, half: u32, _kt: u32) {
             let sa = stage + half * (64 * BK * 2); // this consumer's 64 pixels
             let sb = stage + A_STAGE_BYTES; // (BN, BK), K-major
             hopper::wgmma_fence();
@@ -271,7 +337,8 @@ mod device {
             while kk < BK / 16 {
                 let da = hopper::matrix_descriptor(sa | kk * 32, 16, 1024, hopper::Swizzle::B128);
                 let db = hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128);
-                T::mma(acc, da, db, (kt > 0 || kk > 0) as u32);
+                // The accumulators started at the bias (`begin`): always accumulate.
+                T::mma(acc, da, db, 1);
                 kk += 1;
             }
             hopper::wgmma_commit();
@@ -298,19 +365,22 @@ mod device {
 
         #[inline(always)]
         unsafe fn finish_empty(&self, _tile: (u32, u32), _half: u32) {
-            // Every convolution has at least one k-tile (C ≥ 1, R·S ≥ 1).
+            // Every split has at least one k-tile (the host keeps splits ≤ k-tiles).
         }
     }
 
     /// The kernel. `maps`: the im2col map of x at byte 0, the `(C, R·S, K)` map of w at 128
     /// (global memory); `rows` = N·P·Q, `kout` = K; `pq`, `stride`, `pad`, `dil`, `rs` packed
-    /// as in the module docs of [`crate::conv`]; `c_chunks` = ⌈C/64⌉; `group` ≥ 1.
+    /// as in the module docs of [`crate::conv`]; `c_chunks` = ⌈C/64⌉; `group` ≥ 1; `splits`
+    /// ≥ 1 parts of the reduction (≤ its k-tiles): with more than one, each part writes f32
+    /// partial sums to `ws` (`splits · rows · kout` floats) and [`super::combine`] finishes y.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn conv_wgmma<T: Width, O: TcOut<Store = u16>>(
         maps: *const u8,
         y: *mut u16,
         bias: *const f32,
+        ws: *mut f32,
         rows: u32,
         kout: u32,
         pq: u32,
@@ -321,6 +391,7 @@ mod device {
         c_chunks: u32,
         relu: u32,
         group: u32,
+        splits: u32,
     ) {
         let (p, q) = unpack(pq);
         let (stride_h, stride_w) = unpack(stride);
@@ -340,6 +411,10 @@ mod device {
             dil_w,
             s,
             c_chunks,
+            k_total: r * s * c_chunks,
+            splits,
+            m_tiles: rows.div_ceil(BM),
+            bias,
             epi: Epilogue {
                 c: y,
                 ldc: kout,
@@ -347,12 +422,23 @@ mod device {
                 n: kout,
                 alpha: 1.0,
                 beta: 0.0,
-                bias,
+                bias: core::ptr::null(),
                 relu,
+            },
+            part: Epilogue {
+                c: ws,
+                ldc: kout,
+                m: rows,
+                n: kout,
+                alpha: 1.0,
+                beta: 0.0,
+                bias: core::ptr::null(),
+                relu: 0,
             },
             _t: core::marker::PhantomData,
         };
-        let grid = TileGrid::new(rows, kout, BM, T::BN, group);
+        // Split-major rows: grid tile row `s · m_tiles + tm` is split `s` of row tile `tm`.
+        let grid = TileGrid::new(rows.div_ceil(BM) * splits * BM, kout, BM, T::BN, group);
         ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
     }
 }
