@@ -142,7 +142,7 @@ pub struct TmaLaunch {
     maps: CudaSlice<u8>,
     scratch: Option<CudaSlice<f32>>,
     grid: u32,
-    args: [u32; 11],
+    args: [u32; 12],
 }
 
 impl TmaLaunch {
@@ -200,7 +200,14 @@ impl TmaLaunch {
             [p.c as u64 * e, rs * p.c as u64 * e],
             [v05::BK, 1, bn],
         )?;
-        let maps = upload_maps(gpu, &[xmap, wmap])?;
+        // The epilogue stores y through TMA from a staging tile when y's rows are 16-byte
+        // multiples (K a multiple of 8) and y is 16-byte aligned; split-K writes partials.
+        let tma_store = splits == 1 && p.k.is_multiple_of(8) && a.y.is_multiple_of(16);
+        let mut list = vec![xmap, wmap];
+        if tma_store {
+            list.push(crate::tma::tensor_map_2d(p.dtype, a.y, p.k, m, p.k, (64, 64))?);
+        }
+        let maps = upload_maps(gpu, &list)?;
         let scratch = match scratch_len {
             0 => None,
             n => Some(gpu.alloc::<f32>(n, "conv split-K partials")?),
@@ -220,6 +227,7 @@ impl TmaLaunch {
             p.relu as u32,
             GROUP_M,
             splits,
+            tma_store as u32,
         ];
         Ok(Self {
             record,
@@ -246,7 +254,7 @@ impl TmaLaunch {
             Some(s) => cudarc::driver::DevicePtr::device_ptr(s, stream).0,
             None => 0,
         };
-        let [rows, kout, _, _, _, _, _, _, relu, _, splits] = self.args;
+        let [rows, kout, _, _, _, _, _, _, relu, _, splits, _] = self.args;
         let mut b = stream.launch_builder(&f);
         b.arg(&maps).arg(&a.y).arg(&a.bias).arg(&ws);
         for v in &self.args {

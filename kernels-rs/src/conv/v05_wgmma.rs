@@ -38,17 +38,24 @@ pub const CONSUMER_REGS: u32 = 232;
 pub const GROUP_M: u32 = 8;
 /// The im2col box: 64 channels × 128 pixels.
 pub const A_BOX: (u32, u32) = (BK, BM);
-/// Shared-memory budget for the ring.
-pub const RING_BUDGET: u32 = 192 * 1024;
+/// Dynamic shared memory a block may use on the H200 (227 KiB).
+pub const SHARED_LIMIT: u32 = 227 * 1024;
+
+/// Bytes of the output staging tile for tile width `bn`: both consumers' 64 rows × `bn`
+/// columns of 16-bit values, in 128-byte-swizzled boxes of 64 columns (TMA stores).
+pub const fn staging_bytes(bn: u32) -> u32 {
+    2 * 64 * bn * 2
+}
 
 /// Bytes of one stage for tile width `bn`.
 pub const fn stage_bytes(bn: u32) -> u32 {
     A_STAGE_BYTES + bn * BK * 2
 }
 
-/// Ring depth for tile width `bn`: as many stages as fit the budget, at most 8.
+/// Ring depth for tile width `bn`: as many stages as fit beside the staging tile (and 3 KiB
+/// for alignment and barriers), at most 8.
 pub const fn stages(bn: u32) -> u32 {
-    let s = RING_BUDGET / stage_bytes(bn);
+    let s = (SHARED_LIMIT - staging_bytes(bn) - 3 * 1024) / stage_bytes(bn);
     if s > 8 {
         8
     } else {
@@ -56,9 +63,15 @@ pub const fn stages(bn: u32) -> u32 {
     }
 }
 
-/// Dynamic shared bytes for tile width `bn`.
+/// Byte offset of the staging tile from the 1024-aligned start of the ring.
+pub const fn staging_offset(bn: u32) -> u32 {
+    (stages(bn) * stage_bytes(bn) + 16 * stages(bn)).next_multiple_of(1024)
+}
+
+/// Dynamic shared bytes for tile width `bn`: up to 1 KiB of alignment, the ring and its
+/// barriers, the staging tile.
 pub const fn shared_bytes(bn: u32) -> usize {
-    crate::gpu::ring::TmaRing::bytes(stage_bytes(bn), stages(bn))
+    (1024 + staging_offset(bn) + staging_bytes(bn)) as usize
 }
 
 macro_rules! wgmma_record {
@@ -66,7 +79,7 @@ macro_rules! wgmma_record {
      $f16:ident, $bf16:ident) => {
         crate::entry_points! {
             pub const $syms;
-            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, ws: *mut f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32, splits: u32);
+            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, ws: *mut f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32, splits: u32, tma_store: u32);
             $f16 => (F16, F16, Nhwc) [T = device::$w16, O = crate::tc::OutF16];
             $bf16 => (Bf16, Bf16, Nhwc) [T = device::$wb16, O = crate::tc::OutBf16];
         }
@@ -152,6 +165,10 @@ mod device {
         fn wait<const PENDING: u32>(acc: &mut Self::Acc);
         /// Stores the accumulators of the rows at `row` (and `row + 8`) from column `col0`.
         unsafe fn store<O: TcOut>(acc: &Self::Acc, epi: &Epilogue<O>, row: u32, col0: u32);
+        /// Writes the accumulators, after ReLU (`relu` non-zero) and rounding to `O`, into this
+        /// warpgroup's staging tile at `staging` (64 rows, boxes of 64 columns, 128-byte
+        /// swizzle): rows `rr` and `rr + 8`, column `2q + 8j`.
+        unsafe fn stage<O: TcOut<Store = u16>>(acc: &Self::Acc, staging: u32, relu: u32, rr: u32, q: u32);
         /// Starts the accumulators at the bias of their columns (`col0 + 8j + {0, 1}`; 0 past
         /// `n` or when `bias` is null), so the epilogue adds nothing.
         unsafe fn init(acc: &mut Self::Acc, bias: *const f32, col0: u32, n: u32);
@@ -183,6 +200,22 @@ mod device {
                     crate::unroll!($n8, j, {
                         let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
                         epi.store_frag(row, col0 + 8 * j as u32, d);
+                    });
+                }
+                #[inline(always)]
+                unsafe fn stage<O: TcOut<Store = u16>>(acc: &[f32; $regs], staging: u32, relu: u32, rr: u32, q: u32) {
+                    use crate::gpu::Elem;
+                    crate::unroll!($n8, j, {
+                        let j = j as u32;
+                        let (bx, chunk) = (j / 8, j % 8);
+                        let pair = |a: f32, b: f32| {
+                            let (a, b) = (crate::conv::activate(a, relu), crate::conv::activate(b, relu));
+                            O::pack(a) as u32 | (O::pack(b) as u32) << 16
+                        };
+                        let j = j as usize;
+                        let at = |r: u32| staging + bx * 8192 + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * q;
+                        u32::st_shared(at(rr), pair(acc[4 * j], acc[4 * j + 1]));
+                        u32::st_shared(at(rr + 8), pair(acc[4 * j + 2], acc[4 * j + 3]));
                     });
                 }
                 #[inline(always)]
@@ -239,8 +272,15 @@ mod device {
         m_tiles: u32,
         /// The bias (f32), started in the accumulators (the whole reduction only).
         bias: *const f32,
+        /// y's tensor map (64 × 64 boxes, 128-byte swizzle) when the epilogue stores through
+        /// TMA from the staging tile; null: direct stores.
+        map_y: *const u8,
+        /// ReLU (the TMA epilogue applies it itself).
+        relu: u32,
         /// The output, with ReLU; its bias is null (the accumulators start at it).
         epi: Epilogue<O>,
+        /// The staging tile (shared-window address).
+        staging: u32,
         /// Split `s` stores its f32 partial sums at `ws + s · rows · kout` (split-K only).
         part: Epilogue<crate::tc::OutF32>,
         _t: core::marker::PhantomData<T>,
@@ -364,6 +404,14 @@ mod device {
         }
 
         #[inline(always)]
+        unsafe fn consumer_done(&self, _acc: &mut T::Acc, _half: u32) {
+            if !self.map_y.is_null() && gpu::thread_idx_x() % 128 == 0 {
+                // Every TMA store has finished before the block (and its shared memory) ends.
+                hopper::bulk_wait_group::<0>();
+            }
+        }
+
+        #[inline(always)]
         unsafe fn finish_empty(&self, _tile: (u32, u32), _half: u32) {
             // Every split has at least one k-tile (the host keeps splits ≤ k-tiles).
         }
@@ -373,7 +421,9 @@ mod device {
     /// (global memory); `rows` = N·P·Q, `kout` = K; `pq`, `stride`, `pad`, `dil`, `rs` packed
     /// as in the module docs of [`crate::conv`]; `c_chunks` = ⌈C/64⌉; `group` ≥ 1; `splits`
     /// ≥ 1 parts of the reduction (≤ its k-tiles): with more than one, each part writes f32
-    /// partial sums to `ws` (`splits · rows · kout` floats) and [`super::combine`] finishes y.
+    /// partial sums to `ws` (`splits · rows · kout` floats) and [`super::combine`] finishes y;
+    /// `tma_store` non-zero (whole reductions only): y's tensor map is at byte 256 of `maps`
+    /// and the epilogue stores through it.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn conv_wgmma<T: Width, O: TcOut<Store = u16>>(
@@ -392,6 +442,7 @@ mod device {
         relu: u32,
         group: u32,
         splits: u32,
+        tma_store: u32,
     ) {
         let (p, q) = unpack(pq);
         let (stride_h, stride_w) = unpack(stride);
@@ -415,6 +466,9 @@ mod device {
             splits,
             m_tiles: rows.div_ceil(BM),
             bias,
+            map_y: if tma_store != 0 && splits == 1 { maps.add(256) } else { core::ptr::null() },
+            relu,
+            staging: ((gpu::dynamic_shared_base() + 1023) & !1023) + staging_offset(T::BN),
             epi: Epilogue {
                 c: y,
                 ldc: kout,
