@@ -115,6 +115,7 @@
 //! - [`orch`]: host orchestration — pinned/pageable transfers, the multi-stream overlap
 //!   pipeline, CUDA graphs, a stream-ordered memory pool and timelines.
 //! - [`vendor`]: the cuBLAS baseline's handle, behind [`Result`].
+//! - [`npy`]: `.npy` files for the PyTorch cross-checks.
 //!
 //! The kernels' own constants (block shapes, tile sizes, shared bytes, symbols) come from
 //! [`rustile_kernels`], compiled for the host, so a launch cannot drift from its kernel.
@@ -129,6 +130,7 @@ pub mod families;
 pub mod gpu;
 pub mod harness;
 pub mod launch;
+pub mod npy;
 pub mod orch;
 pub mod ptx;
 pub mod ptxas;

@@ -32,7 +32,6 @@ pub mod cases;
 pub mod cli;
 pub mod dump;
 pub mod launch;
-pub mod npy;
 pub mod operands;
 pub mod prepare;
 pub mod problem;
@@ -42,6 +41,8 @@ pub mod sweep;
 pub mod validate;
 pub mod variant;
 
+/// The `.npy` writer and reader, shared with the conv family's dumps ([`crate::npy`]).
+pub use crate::npy;
 pub use cases::*;
 pub use launch::*;
 pub use operands::*;

@@ -130,12 +130,17 @@ pub fn bench_one(
     p: &Problem,
     cfg: &TimingConfig,
     seed: u64,
-    mut baselines: Vec<(String, BaselineFn<'_>)>,
+    with_baselines: bool,
 ) -> Result<Row> {
     p.check()?;
     runnable(Target::gpu(gpu), record, p)?;
     let x = Inputs::random(p, seed)?;
     let bufs = GpuBufs::new(gpu, p, &x)?;
+    let mut baselines: Vec<(String, BaselineFn<'_>)> = if with_baselines {
+        super::baseline::baselines(gpu, p, x.bias.as_deref())?
+    } else {
+        Vec::new()
+    };
     let a = bufs.addrs(gpu);
     let prepared = if record.needs.tma {
         let width = rustile_kernels::conv::v05_wgmma::WIDTHS

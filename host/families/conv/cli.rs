@@ -16,7 +16,7 @@ use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::sim::Simulator;
 
-use super::bench::{bench_one, markdown, BaselineFn, Row};
+use super::bench::{bench_one, markdown, Row};
 use super::shapes::resnet50;
 use super::{select, Target, FAMILY};
 
@@ -162,12 +162,7 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                     },
                 };
                 for record in records {
-                    let baselines: Vec<(String, BaselineFn<'_>)> = if a.no_baseline {
-                        Vec::new()
-                    } else {
-                        super::baseline::baselines(&gpu, &p)?
-                    };
-                    match bench_one(&gpu, name, record, &p, &cfg, seed, baselines) {
+                    match bench_one(&gpu, name, record, &p, &cfg, seed, !a.no_baseline) {
                         Ok(r) => {
                             eprintln!("{}", markdown(std::slice::from_ref(&r)).lines().last().unwrap_or(""));
                             rows.push(r);

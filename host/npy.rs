@@ -1,10 +1,15 @@
-//! `.npy` files of little-endian f32 in C order: what `attention dump` writes for
-//! `scripts/sdpa_check.py` (`numpy.load`), and a reader for the same form.
+//! `.npy` files in C order: what `attention dump` and `conv dump` write for the PyTorch
+//! cross-checks (`scripts/sdpa_check.py`, `scripts/conv_torch.py check`, `numpy.load`), and a
+//! reader for the same form.
 //!
 //! The format (NumPy's `format.py`, version 1.0): the magic `\x93NUMPY`, the version bytes
 //! `1 0`, a little-endian u16 header length, then an ASCII Python dict literal
 //! `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }` padded with spaces and ended
-//! by `\n` so that the data starts on a 64-byte boundary; then the elements.
+//! by `\n` so that the data starts on a 64-byte boundary; then the elements, little-endian.
+//!
+//! Element types ([`NpyElem`]): `f32` (`<f4`), [`half::f16`] (`<f2`) and `u16` (`<u2`, how
+//! bf16 travels: NumPy has no bf16, so a bf16 tensor is written as its bit patterns and the
+//! reader widens them with `bits << 16`).
 
 use std::path::Path;
 
@@ -12,9 +17,54 @@ use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
+/// An element type an `.npy` file can hold: its NumPy `descr` and little-endian bytes.
+pub trait NpyElem: Copy {
+    /// The NumPy type string (`<f4`, `<f2`, `<u2`).
+    const DESCR: &'static str;
+    /// Bytes per element.
+    const SIZE: usize;
+    /// Appends the element's little-endian bytes.
+    fn put(self, out: &mut Vec<u8>);
+    /// The element from `SIZE` little-endian bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+impl NpyElem for f32 {
+    const DESCR: &'static str = "<f4";
+    const SIZE: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl NpyElem for half::f16 {
+    const DESCR: &'static str = "<f2";
+    const SIZE: usize = 2;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        half::f16::from_bits(u16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
+impl NpyElem for u16 {
+    const DESCR: &'static str = "<u2";
+    const SIZE: usize = 2;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        u16::from_le_bytes([b[0], b[1]])
+    }
+}
+
 /// The bytes of an `.npy` file holding `data` as an array of `shape` (C order). `data` must
 /// hold `shape`'s product of elements.
-pub fn to_bytes(shape: &[usize], data: &[f32]) -> Result<Vec<u8>> {
+pub fn to_bytes<T: NpyElem>(shape: &[usize], data: &[T]) -> Result<Vec<u8>> {
     let count = shape.iter().try_fold(1usize, |a, &x| a.checked_mul(x));
     if count != Some(data.len()) {
         return Err(Error::InvalidArgument {
@@ -36,7 +86,10 @@ pub fn to_bytes(shape: &[usize], data: &[f32]) -> Result<Vec<u8>> {
                 .join(", ")
         ),
     };
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {dims}, }}");
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {dims}, }}",
+        T::DESCR
+    );
     // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
     let unpadded = MAGIC.len() + 4 + header.len() + 1;
     header.extend(std::iter::repeat_n(
@@ -51,19 +104,19 @@ pub fn to_bytes(shape: &[usize], data: &[f32]) -> Result<Vec<u8>> {
             header.len()
         ),
     })?;
-    let mut out = Vec::with_capacity(10 + header.len() + 4 * data.len());
+    let mut out = Vec::with_capacity(10 + header.len() + T::SIZE * data.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    for x in data {
-        out.extend_from_slice(&x.to_le_bytes());
+    for &x in data {
+        x.put(&mut out);
     }
     Ok(out)
 }
 
 /// Writes `data` as an array of `shape` to `path` ([`to_bytes`]).
-pub fn write(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
+pub fn write<T: NpyElem>(path: &Path, shape: &[usize], data: &[T]) -> Result<()> {
     std::fs::write(path, to_bytes(shape, data)?).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
@@ -72,6 +125,12 @@ pub fn write(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
 
 /// Parses an `.npy` file of `<f4` in C order (versions 1.0 and 2.0): its shape and elements.
 pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
+    from_bytes_as(bytes)
+}
+
+/// Parses an `.npy` file of `T` ([`NpyElem::DESCR`]) in C order (versions 1.0 and 2.0): its
+/// shape and elements.
+pub fn from_bytes_as<T: NpyElem>(bytes: &[u8]) -> Result<(Vec<usize>, Vec<T>)> {
     let bad = |what: String| Error::InvalidArgument {
         kernel: "npy".into(),
         what,
@@ -96,8 +155,11 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
         Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
     };
     let descr = field("descr").ok_or_else(|| bad(format!("no 'descr' in {header:?}")))?;
-    if !descr.starts_with("'<f4'") {
-        return Err(bad(format!("dtype {descr:.8}…: only '<f4' is read")));
+    if !descr.starts_with(&format!("'{}'", T::DESCR)) {
+        return Err(bad(format!(
+            "dtype {descr:.8}…: only '{}' is read here",
+            T::DESCR
+        )));
     }
     let fortran =
         field("fortran_order").ok_or_else(|| bad(format!("no 'fortran_order' in {header:?}")))?;
@@ -123,26 +185,29 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
         .try_fold(1usize, |a, &x| a.checked_mul(x))
         .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
     let data = &bytes[start + len..];
-    if Some(data.len()) != count.checked_mul(4) {
+    if Some(data.len()) != count.checked_mul(T::SIZE) {
         return Err(bad(format!(
-            "shape {shape:?} needs {count} f32 but {} bytes follow the header",
+            "shape {shape:?} needs {count} × {} but {} bytes follow the header",
+            T::DESCR,
             data.len()
         )));
     }
-    let values = data
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let values = data.chunks_exact(T::SIZE).map(T::get).collect();
     Ok((shape, values))
 }
 
 /// Reads an `.npy` file of `<f4` ([`from_bytes`]).
 pub fn read(path: &Path) -> Result<(Vec<usize>, Vec<f32>)> {
+    read_as(path)
+}
+
+/// Reads an `.npy` file of `T` ([`from_bytes_as`]).
+pub fn read_as<T: NpyElem>(path: &Path) -> Result<(Vec<usize>, Vec<T>)> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
     })?;
-    from_bytes(&bytes).map_err(|e| match e {
+    from_bytes_as(&bytes).map_err(|e| match e {
         Error::InvalidArgument { what, .. } => Error::InvalidArgument {
             kernel: format!("npy {}", path.display()),
             what,
@@ -181,29 +246,29 @@ mod tests {
         }
         let nan = from_bytes(&to_bytes(&[1], &[f32::NAN]).unwrap()).unwrap().1;
         assert!(nan[0].is_nan());
-        let (s, v) = from_bytes(&to_bytes(&[], &[7.5]).unwrap()).unwrap();
+        let (s, v) = from_bytes(&to_bytes(&[], &[7.5f32]).unwrap()).unwrap();
         assert_eq!((s, v), (vec![], vec![7.5]));
-        let (s, v) = from_bytes(&to_bytes(&[3, 0], &[]).unwrap()).unwrap();
+        let (s, v) = from_bytes(&to_bytes::<f32>(&[3, 0], &[]).unwrap()).unwrap();
         assert_eq!((s, v.len()), (vec![3, 0], 0));
     }
 
     #[test]
     fn the_header_is_numpys() {
-        let bytes = to_bytes(&[2, 3], &[0.0; 6]).unwrap();
+        let bytes = to_bytes(&[2, 3], &[0.0f32; 6]).unwrap();
         let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
         let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
         assert!(header.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"));
         assert!(header.ends_with('\n'));
         assert_eq!((10 + len) % 64, 0);
         assert_eq!(bytes.len(), 10 + len + 6 * 4);
-        let one = to_bytes(&[5], &[0.0; 5]).unwrap();
+        let one = to_bytes(&[5], &[0.0f32; 5]).unwrap();
         let len = u16::from_le_bytes([one[8], one[9]]) as usize;
         assert!(std::str::from_utf8(&one[10..10 + len])
             .unwrap()
             .contains("'shape': (5,), }"));
         assert_eq!(
             1.5f32.to_le_bytes(),
-            bytes_of(&to_bytes(&[1], &[1.5]).unwrap())
+            bytes_of(&to_bytes(&[1], &[1.5f32]).unwrap())
         );
     }
 
@@ -215,14 +280,14 @@ mod tests {
     #[test]
     fn bad_input_is_a_typed_error() {
         assert!(matches!(
-            to_bytes(&[2, 3], &[0.0; 5]),
+            to_bytes(&[2, 3], &[0.0f32; 5]),
             Err(Error::InvalidArgument { .. })
         ));
         assert!(matches!(
-            to_bytes(&[usize::MAX, 2], &[]),
+            to_bytes::<f32>(&[usize::MAX, 2], &[]),
             Err(Error::InvalidArgument { .. })
         ));
-        let good = to_bytes(&[2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        let good = to_bytes(&[2, 2], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
         // The header with `old` replaced by `new` (of the same length).
         let header = |old: &str, new: &str| {
             let mut b = good.clone();
@@ -256,7 +321,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rustile-npy-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("x.npy");
-        write(&path, &[2, 2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        write(&path, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
         assert_eq!(read(&path).unwrap(), (vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]));
         assert!(matches!(
             read(&dir.join("missing.npy")),
@@ -268,5 +333,36 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn sixteen_bit_arrays_carry_their_numpy_type_and_bits() {
+        let h: Vec<half::f16> = [1.5f32, -0.0, 65504.0, 6e-8]
+            .iter()
+            .map(|&v| half::f16::from_f32(v))
+            .collect();
+        let bytes = to_bytes(&[2, 2], &h).unwrap();
+        let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        assert!(std::str::from_utf8(&bytes[10..10 + len])
+            .unwrap()
+            .starts_with("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 2), }"));
+        assert_eq!((10 + len) % 64, 0);
+        assert_eq!(bytes.len(), 10 + len + 2 * 4);
+        assert_eq!(&bytes[10 + len..10 + len + 2], &0x3E00u16.to_le_bytes());
+        let (s, back) = from_bytes_as::<half::f16>(&bytes).unwrap();
+        assert_eq!(s, vec![2, 2]);
+        assert_eq!(
+            back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            h.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        let bits: Vec<u16> = vec![0x3F80, 0xBF80, 0x7FC0];
+        let bytes = to_bytes(&[3], &bits).unwrap();
+        assert_eq!(from_bytes_as::<u16>(&bytes).unwrap(), (vec![3], bits));
+        // A file of one type is not read as another.
+        assert!(matches!(
+            from_bytes(&bytes),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(from_bytes_as::<half::f16>(&bytes).is_err());
     }
 }
