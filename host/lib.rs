@@ -139,7 +139,7 @@ pub mod tma;
 pub mod vendor;
 
 pub use families::memory::{self, bench, Problem};
-pub use families::{attention, copy, gemm, hgemm, selftest, strided, suite, transpose};
+pub use families::{attention, conv, copy, gemm, hgemm, selftest, strided, suite, transpose};
 
 pub use backend::{Backend, Buf};
 pub use elem::DeviceElem;

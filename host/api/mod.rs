@@ -16,6 +16,7 @@
 //! GPU, and the calls run them (or stricter ones) before launching.
 
 mod attn;
+mod conv;
 pub(crate) mod range;
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
@@ -35,6 +36,7 @@ use range::{Bits, BitsMut, Range};
 
 pub use crate::hgemm::BLayout;
 pub use attn::{attention, check_attention, AttentionOptions};
+pub use conv::{check_conv2d, conv2d, select_for};
 
 /// What a front-door call ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -43,6 +43,28 @@ pub enum ConvCommand {
     /// Each kernel's output is first checked against float64 on sampled elements. `--out DIR`
     /// writes conv.md and conv.json.
     Bench(BenchArgs),
+    /// Run the dispatcher's kernel on the validation shapes; write inputs and output as .npy
+    ///
+    /// One directory per case under --out (meta.json, x.npy, w.npy, bias.npy, y.npy); then
+    /// `python3 scripts/conv_torch.py check DIR` recomputes each in float64 with PyTorch.
+    Dump(DumpArgs),
+}
+
+/// `rustile conv dump`.
+#[derive(Clone, Debug, Args)]
+pub struct DumpArgs {
+    /// Results directory: one subdirectory per case
+    #[arg(long, value_name = "DIR", value_parser = writable_dir)]
+    pub out: PathBuf,
+    /// Element types (f32 dumps NHWC and NCHW)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = dtype(),
+          default_value = "f16,bf16,f32")]
+    pub types: Vec<DType>,
+    /// In the simulator instead of on the GPU
+    #[arg(long)]
+    pub sim: bool,
+    #[command(flatten)]
+    pub seed: Seed,
 }
 
 /// `rustile conv validate`.
@@ -114,7 +136,53 @@ pub fn main(matches: &clap::ArgMatches) -> Result<()> {
     match &cli.command {
         ConvCommand::Validate(a) => validate(a),
         ConvCommand::Bench(a) => bench_cmd(a),
+        ConvCommand::Dump(a) => dump_cmd(a),
     }
+}
+
+fn dump_cmd(a: &DumpArgs) -> Result<()> {
+    let backend = if a.sim {
+        Backend::Simulator(Simulator::default())
+    } else {
+        Backend::Gpu(Gpu::new(0)?)
+    };
+    let target = Target::of(&backend);
+    let seed = a.seed.get();
+    let mut i = 0;
+    let (mut ok, mut bad) = (0, 0);
+    for &dtype in &a.types {
+        let layouts: &[rustile_kernels::registry::Layout] = if dtype == DType::F32 {
+            &super::LAYOUTS
+        } else {
+            &super::LAYOUTS[..1]
+        };
+        for &layout in layouts {
+            for base in super::cases::shapes(&backend, Scale::Quick, dtype) {
+                let p = base.with_layout(layout);
+                let Ok(record) = select(target, &p) else {
+                    continue;
+                };
+                let dir = a.out.join(super::dump::case_name(i, &p));
+                i += 1;
+                let d = super::dump::dump(&backend, record, &p, seed, &dir)?;
+                if d.check.ok {
+                    ok += 1;
+                } else {
+                    bad += 1;
+                    eprintln!("{}: rustile's own check failed: {:?}", dir.display(), d.check);
+                }
+            }
+        }
+    }
+    println!(
+        "dumped {i} cases into {} (seed {seed}; rustile's float64 check: {ok} passed, {bad} failed); next: python3 scripts/conv_torch.py check {}",
+        a.out.display(),
+        a.out.display()
+    );
+    if bad > 0 {
+        return Err(Error::Usage(format!("{bad} dumped cases failed rustile's own check")));
+    }
+    Ok(())
 }
 
 fn validate(a: &ValidateArgs) -> Result<()> {
