@@ -1,0 +1,238 @@
+//! Convolution checks that need no GPU: every bad input is a typed error before anything is
+//! allocated (the problem, the front door's lengths, bias and dtype), the output size and
+//! index arithmetic, the float64 reference and its bound (a planted wrong element and NaN are
+//! caught), the TMA kernel's im2col geometry and its width/split choice, and the split-K
+//! fix-up kernel in the simulator. The GPU tests are `#[ignore = "needs a GPU"]`: every conv
+//! kernel on small odd shapes (the sanitizers run these) and the front door on the H200.
+
+use rustile::api::check_conv2d;
+use rustile::conv::{self, tma, Inputs, Problem, Target};
+use rustile::half::f16;
+use rustile::{Backend, DType, Error};
+use rustile_kernels::registry::Layout;
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(7)
+}
+
+fn base() -> Problem {
+    Problem::new(2, 9, 11, 16, 24, 3, 1, DType::F16)
+}
+
+#[test]
+fn bad_problems_are_typed_errors() {
+    let zero = |f: &dyn Fn(&mut Problem)| {
+        let mut p = base();
+        f(&mut p);
+        p.check()
+    };
+    for f in [
+        &(|p: &mut Problem| p.n = 0) as &dyn Fn(&mut Problem),
+        &|p| p.h = 0,
+        &|p| p.w = 0,
+        &|p| p.c = 0,
+        &|p| p.k = 0,
+        &|p| p.stride = (0, 1),
+        &|p| p.stride = (1, 0),
+        &|p| p.dil = (0, 1),
+    ] {
+        assert!(
+            matches!(zero(f), Err(Error::ZeroSize { .. })),
+            "{:?}",
+            zero(f)
+        );
+    }
+    // Filter sizes other than 1, 3, 5, 7.
+    let mut p = base();
+    p.r = 2;
+    assert!(matches!(p.check(), Err(Error::Unsupported { .. })));
+    // Padding that leaves no output: a 7×7 filter on a 3×3 image without padding.
+    let p = Problem::new(1, 3, 3, 8, 8, 7, 0, DType::F16);
+    assert!(
+        matches!(p.check(), Err(Error::InvalidArgument { .. })),
+        "{:?}",
+        p.check()
+    );
+    // Dilation that makes the filter larger than the padded image.
+    let p = Problem::new(1, 6, 6, 8, 8, 3, 0, DType::F16).with_dilation(3);
+    assert!(matches!(p.check(), Err(Error::InvalidArgument { .. })));
+    // NCHW is the f32 study layout only.
+    let p = base().with_layout(Layout::Nchw);
+    assert!(matches!(p.check(), Err(Error::Unsupported { .. })));
+    // A layout that is not a convolution's.
+    let p = base().with_layout(Layout::Bn);
+    assert!(matches!(p.check(), Err(Error::InvalidArgument { .. })));
+    // Sizes past the kernels' index types: an error, not a wrapped index.
+    let p = Problem::new(1 << 20, 1 << 12, 1 << 12, 8, 8, 1, 0, DType::F16);
+    assert!(
+        matches!(p.check(), Err(Error::TooLarge { .. })),
+        "{:?}",
+        p.check()
+    );
+    let p = Problem::new(usize::MAX / 2, 3, 3, 8, 8, 1, 0, DType::F16);
+    assert!(matches!(p.check(), Err(Error::TooLarge { .. })));
+    let p = Problem::new(1, 40000, 4, 8, 8, 1, 0, DType::F16);
+    assert!(matches!(p.check(), Err(Error::TooLarge { .. })));
+}
+
+#[test]
+fn front_door_checks_lengths_bias_and_dtype() {
+    let p = base();
+    let [lx, lw, ly] = p.lens().unwrap();
+    assert!(check_conv2d::<f16>(&p, lx, lw, Some(p.k), ly).is_ok());
+    let short = |r: rustile::Result<()>, name: &str| match r {
+        Err(Error::BufferLength { buffer, .. }) => assert_eq!(buffer, name),
+        other => panic!("{name}: {other:?}"),
+    };
+    short(check_conv2d::<f16>(&p, lx - 1, lw, Some(p.k), ly), "x");
+    short(check_conv2d::<f16>(&p, lx, lw - 1, Some(p.k), ly), "w");
+    short(check_conv2d::<f16>(&p, lx, lw, Some(p.k), ly - 1), "y");
+    short(check_conv2d::<f16>(&p, lx, lw, Some(p.k + 1), ly), "bias");
+    assert!(matches!(
+        check_conv2d::<f16>(&p, lx, lw, None, ly),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let nb = p.with_epilogue(false, true);
+    assert!(matches!(
+        check_conv2d::<f16>(&nb, lx, lw, Some(p.k), ly),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        check_conv2d::<f32>(&p, lx, lw, Some(p.k), ly),
+        Err(Error::DTypeMismatch { .. })
+    ));
+}
+
+#[test]
+fn output_size_and_lengths() {
+    // 56² 3×3 pad 1: same size; stride 2 odd 11 → 6; dilation 2 pad 2 → same.
+    assert_eq!(
+        Problem::new(1, 56, 56, 8, 8, 3, 1, DType::F16)
+            .out_hw()
+            .unwrap(),
+        (56, 56)
+    );
+    let p = Problem::new(2, 11, 9, 8, 8, 3, 1, DType::F16).with_stride(2);
+    assert_eq!(p.out_hw().unwrap(), (6, 5));
+    let p = Problem::new(1, 10, 10, 8, 8, 3, 2, DType::F16).with_dilation(2);
+    assert_eq!(p.out_hw().unwrap(), (10, 10));
+    let p = Problem::new(32, 224, 224, 3, 64, 7, 3, DType::F16).with_stride(2);
+    assert_eq!(p.out_hw().unwrap(), (112, 112));
+    assert_eq!(
+        p.lens().unwrap(),
+        [32 * 224 * 224 * 3, 64 * 7 * 7 * 3, 32 * 112 * 112 * 64]
+    );
+    assert_eq!(p.flops(), 2.0 * 32.0 * 112.0 * 112.0 * 64.0 * 147.0);
+}
+
+#[test]
+fn the_comparison_catches_a_wrong_element_and_nan() {
+    let p = Problem::new(1, 6, 5, 8, 4, 3, 1, DType::Bf16);
+    let x = Inputs::random(&p, seed()).unwrap();
+    let (pp, qq) = p.out_hw().unwrap();
+    let which = conv::elements_to_check(&p, 1).unwrap();
+    let mut y = vec![0f32; p.lens().unwrap()[2]];
+    for &(n, k, oh, ow) in &which {
+        let (r, _) = conv::reference_at(&p, &x, n, k, oh, ow);
+        let b = rustile::elem::round_bits(DType::Bf16, r as f32);
+        y[conv::y_index(&p, (pp, qq), n, k, oh, ow)] = rustile::elem::widen_bits(DType::Bf16, b);
+    }
+    let (n, worst) = conv::compare(&p, "t", &x, &y, &which).unwrap();
+    assert_eq!(n, y.len());
+    assert!(worst <= 1.0);
+    let i = conv::y_index(&p, (pp, qq), 0, 3, 2, 1);
+    let mut bad = y.clone();
+    bad[i] += 0.05 + bad[i].abs() * 0.05;
+    assert!(matches!(
+        conv::compare(&p, "t", &x, &bad, &which),
+        Err(Error::Mismatch { .. })
+    ));
+    bad[i] = f32::NAN;
+    assert!(matches!(
+        conv::compare(&p, "t", &x, &bad, &which),
+        Err(Error::Mismatch { .. })
+    ));
+}
+
+#[test]
+fn im2col_geometry_and_tile_choice() {
+    // 56² 3×3 pad 1: the box of tap (0, 0) runs from −1 to 54 inclusive (half-open upper −1).
+    let p = Problem::new(32, 56, 56, 64, 64, 3, 1, DType::F16);
+    let g = tma::im2col(&p).unwrap();
+    assert_eq!((g.lower, g.upper, g.strides), ([-1, -1], [-1, -1], [1, 1]));
+    // Stride 2: P = 28 positions at stride 2 from −1: box [−1, 54), upper 54 − 56 = −2.
+    let p2 = Problem::new(32, 56, 56, 128, 128, 3, 1, DType::F16).with_stride(2);
+    let g = tma::im2col(&p2).unwrap();
+    assert_eq!((g.lower, g.upper, g.strides), ([-1, -1], [-2, -2], [2, 2]));
+    // The stem's C = 3 is not a 16-byte pitch: the TMA kernel refuses it, typed.
+    let stem = Problem::new(32, 224, 224, 3, 64, 7, 3, DType::F16).with_stride(2);
+    let rec = rustile::KERNELS
+        .iter()
+        .copied()
+        .find(|k| k.family.name == "conv" && k.name == "wgmma")
+        .unwrap();
+    assert!(matches!(
+        tma::supports(&stem, rec),
+        Err(Error::Unsupported { .. })
+    ));
+    // Small grids split the reduction; a big 3×3 layer does not.
+    let (_, s) = tma::choose(&Problem::new(1, 7, 7, 512, 512, 3, 1, DType::F16), 132).unwrap();
+    assert!(s > 1, "batch 1 7² should split, got {s}");
+    let (_, s) = tma::choose(&p, 132).unwrap();
+    assert_eq!(s, 1);
+}
+
+#[test]
+fn the_dispatcher_refuses_with_a_reason() {
+    // In the simulator nothing runs f16 C = 3 unless an element-load kernel exists; either
+    // way the answer is a kernel or a typed error, never a panic.
+    let p = Problem::new(1, 9, 9, 3, 8, 3, 1, DType::F16);
+    match conv::select(Target::Simulator, &p) {
+        Ok(r) => assert!(r.symbols.iter().any(|e| e.sim.is_some())),
+        Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{e}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn every_conv_kernel_on_small_odd_shapes() {
+    // The cases the sanitizers run: every runnable kernel × dtype on the odd shapes, split-K
+    // forced for the TMA kernel.
+    let backend = Backend::Gpu(rustile::Gpu::new(0).expect("a GPU"));
+    let s = seed();
+    let family = conv::FAMILY;
+    let cases = family.cases(&backend, rustile::families::Scale::Quick);
+    assert!(!cases.is_empty());
+    let failed: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            family
+                .run(&backend, c, s ^ i as u64)
+                .error
+                .map(|e| format!("{}: {e}", c.label()))
+        })
+        .collect();
+    assert!(failed.is_empty(), "seed {s}: {failed:#?}");
+    println!("{} conv cases passed on the GPU (seed {s})", cases.len());
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn the_front_door_runs() {
+    let gpu = rustile::Gpu::new(0).expect("a GPU");
+    let p = Problem::new(2, 14, 14, 64, 72, 3, 1, DType::F16);
+    let [lx, lw, ly] = p.lens().unwrap();
+    let x = gpu.upload(&vec![f16::from_f32(0.25); lx], "x").unwrap();
+    let w = gpu.upload(&vec![f16::from_f32(0.5); lw], "w").unwrap();
+    let bias = gpu.upload(&vec![1.0f32; p.k], "bias").unwrap();
+    let mut y = gpu.alloc::<f16>(ly, "y").unwrap();
+    let ran = rustile::api::conv2d(&gpu, &p, &x, &w, Some(&bias), &mut y).unwrap();
+    let got = gpu.download(&y, "y").unwrap();
+    // The centre pixel sees all 9 taps × 64 channels: 576 · 0.125 + 1.
+    let centre = ((14 + 7) * p.k) + 5;
+    assert_eq!(got[centre].to_f32(), 73.0, "{ran}");
+}
