@@ -123,6 +123,7 @@ enum Prepared {
 /// Measures `record` on `p` (inputs from `seed`): one checked launch, then `cfg.reps` timed
 /// repetitions interleaved with each of `baselines` (which run on the same buffers, writing
 /// the same y).
+#[allow(clippy::too_many_arguments)]
 pub fn bench_one(
     gpu: &Gpu,
     layer: &str,
@@ -131,6 +132,7 @@ pub fn bench_one(
     cfg: &TimingConfig,
     seed: u64,
     with_baselines: bool,
+    tma_stores: bool,
 ) -> Result<Row> {
     p.check()?;
     runnable(Target::gpu(gpu), record, p)?;
@@ -147,12 +149,13 @@ pub fn bench_one(
             .iter()
             .copied()
             .find(|w| w.name == record.name && w.name != "wgmma");
-        Prepared::Tma(TmaLaunch::new(gpu, p, &a, width, None)?)
+        Prepared::Tma(TmaLaunch::with_stores(gpu, p, &a, width, None, tma_stores)?)
     } else {
         Prepared::Plan(plan(p, record, &a)?)
     };
     let kernel = match &prepared {
         Prepared::Tma(t) if t.splits > 1 => format!("{} split {}", kernel_label(t.record), t.splits),
+        Prepared::Tma(t) if !t.tma_store => format!("{} direct", kernel_label(t.record)),
         Prepared::Tma(t) => kernel_label(t.record),
         Prepared::Plan(_) => kernel_label(record),
     };

@@ -106,6 +106,9 @@ pub struct BenchArgs {
     /// Without the cuDNN baseline
     #[arg(long)]
     pub no_baseline: bool,
+    /// The TMA kernel's epilogue stores y directly from the accumulators (no TMA stores)
+    #[arg(long)]
+    pub direct_stores: bool,
     /// Write conv.md and conv.json here
     #[arg(long, value_name = "DIR", value_parser = writable_dir)]
     pub out: Option<PathBuf>,
@@ -230,7 +233,7 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                     },
                 };
                 for record in records {
-                    match bench_one(&gpu, name, record, &p, &cfg, seed, !a.no_baseline) {
+                    match bench_one(&gpu, name, record, &p, &cfg, seed, !a.no_baseline, !a.direct_stores) {
                         Ok(r) => {
                             eprintln!("{}", markdown(std::slice::from_ref(&r)).lines().last().unwrap_or(""));
                             rows.push(r);

@@ -139,6 +139,8 @@ pub struct TmaLaunch {
     pub record: &'static KernelInfo,
     /// Split-K parts (1: none).
     pub splits: u32,
+    /// Whether the epilogue stores through TMA.
+    pub tma_store: bool,
     maps: CudaSlice<u8>,
     scratch: Option<CudaSlice<f32>>,
     grid: u32,
@@ -154,6 +156,20 @@ impl TmaLaunch {
         a: &Addrs,
         width: Option<&'static KernelInfo>,
         splits: Option<u32>,
+    ) -> Result<Self> {
+        Self::with_stores(gpu, p, a, width, splits, true)
+    }
+
+    /// [`TmaLaunch::new`], with the epilogue's TMA stores allowed (`tma_stores`; they need K
+    /// a multiple of 8 and y 16-byte aligned) or not (direct stores from the accumulators, for
+    /// comparison).
+    pub fn with_stores(
+        gpu: &Gpu,
+        p: &Problem,
+        a: &Addrs,
+        width: Option<&'static KernelInfo>,
+        splits: Option<u32>,
+        tma_stores: bool,
     ) -> Result<Self> {
         let (auto_rec, auto_splits) = choose(p, gpu.info().sm_count)?;
         let record = width.unwrap_or(auto_rec);
@@ -202,7 +218,7 @@ impl TmaLaunch {
         )?;
         // The epilogue stores y through TMA from a staging tile when y's rows are 16-byte
         // multiples (K a multiple of 8) and y is 16-byte aligned; split-K writes partials.
-        let tma_store = splits == 1 && p.k.is_multiple_of(8) && a.y.is_multiple_of(16);
+        let tma_store = tma_stores && splits == 1 && p.k.is_multiple_of(8) && a.y.is_multiple_of(16);
         let mut list = vec![xmap, wmap];
         if tma_store {
             list.push(crate::tma::tensor_map_2d(p.dtype, a.y, p.k, m, p.k, (64, 64))?);
@@ -232,6 +248,7 @@ impl TmaLaunch {
         Ok(Self {
             record,
             splits,
+            tma_store,
             maps,
             scratch,
             grid,
