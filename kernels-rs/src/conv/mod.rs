@@ -18,6 +18,10 @@
 //!
 //! **The ladder**, one file per step (see each file for its technique and bound).
 
+pub mod v01_naive;
+pub mod v02_smem;
+pub mod v03_regblock;
+
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
     name: "conv",
@@ -26,6 +30,9 @@ pub const FAMILY: crate::registry::Family = crate::registry::Family {
 
 /// Every entry point of the family, one registry record each.
 pub const RECORDS: &[&crate::registry::KernelInfo] = &[
+    &v01_naive::INFO,
+    &v02_smem::INFO,
+    &v03_regblock::INFO,
     &v05_wgmma::INFO_N64,
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,
