@@ -65,6 +65,8 @@ struct PendingCopy {
     dst: u32,
     src: u64,
     bytes: usize,
+    /// Bytes read from `src` (the rest of `bytes` are zeros: `cp.async` with a source size).
+    src_bytes: usize,
     /// Commit group, once committed.
     group: Option<u32>,
     site: Site,

@@ -177,7 +177,13 @@ impl Thread {
         let ready: Vec<PendingCopy> = self.pending.borrow().iter().copied().filter(due).collect();
         self.pending.borrow_mut().retain(|c| !due(c));
         for c in ready {
-            let data = self.global_read(c.src, c.bytes).map_err(|e| (e, c.site))?;
+            let mut data = [0u8; 16];
+            if c.src_bytes > 0 {
+                let d = self
+                    .global_read(c.src, c.src_bytes)
+                    .map_err(|e| (e, c.site))?;
+                data[..c.src_bytes].copy_from_slice(&d[..c.src_bytes]);
+            }
             self.shared_write(c.dst as u64, &data[..c.bytes])
                 .map_err(|e| (e, c.site))?;
             self.record(Space::Shared, c.dst as u64, c.bytes, true, c.site);
@@ -242,10 +248,22 @@ impl SimThread for Thread {
     }
 
     fn cp_async(&self, dst: u32, src: u64, bytes: usize, site: Site) {
+        self.cp_async_zfill(dst, src, bytes, bytes, site)
+    }
+
+    fn cp_async_zfill(&self, dst: u32, src: u64, bytes: usize, src_bytes: usize, site: Site) {
         self.step(site);
         self.check_aligned(Space::Global, src, bytes, site);
         self.check_aligned(Space::Shared, dst as u64, bytes, site);
-        if let Err(e) = self.global_read(src, bytes) {
+        if src_bytes > bytes {
+            self.fail(
+                format!("cp.async source size {src_bytes} exceeds the copy size {bytes}"),
+                site,
+            );
+        }
+        // With a source size of 0 nothing is read, but the address must still lie in an
+        // allocation (the kernels' contract: they pass the tensor's base).
+        if let Err(e) = self.global_read(src, src_bytes.max(1)) {
             self.fail(format!("cp.async source: {e}"), site);
         }
         let len = self.block().shared.borrow().len();
@@ -255,11 +273,14 @@ impl SimThread for Thread {
                 site,
             );
         }
-        self.record(Space::Global, src, bytes, false, site);
+        if src_bytes > 0 {
+            self.record(Space::Global, src, src_bytes, false, site);
+        }
         self.pending.borrow_mut().push(PendingCopy {
             dst,
             src,
             bytes,
+            src_bytes,
             group: None,
             site,
         });

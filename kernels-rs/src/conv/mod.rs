@@ -21,6 +21,7 @@
 pub mod v01_naive;
 pub mod v02_smem;
 pub mod v03_regblock;
+pub mod v04_mma;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -33,6 +34,9 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v01_naive::INFO,
     &v02_smem::INFO,
     &v03_regblock::INFO,
+    &v04_mma::INFO_ANY,
+    &v04_mma::INFO,
+    &v04_mma::n64::INFO,
     &v05_wgmma::INFO_N64,
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,

@@ -88,6 +88,9 @@ pub trait SimThread {
     fn warp_wide(&self, op: WideOp, inputs: [u32; 10], site: Site) -> [u32; 4];
     /// Starts an asynchronous copy of `bytes` from global `src` to shared `dst`.
     fn cp_async(&self, dst: u32, src: u64, bytes: usize, site: Site);
+    /// Starts an asynchronous copy of `bytes` to shared `dst` of which the first `src_bytes`
+    /// come from global `src` and the rest are zeros (`cp.async` with a source size).
+    fn cp_async_zfill(&self, dst: u32, src: u64, bytes: usize, src_bytes: usize, site: Site);
     /// Closes this thread's current group of asynchronous copies.
     fn cp_async_commit(&self, site: Site);
     /// Completes this thread's committed groups but the newest `pending`.

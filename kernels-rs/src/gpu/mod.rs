@@ -605,6 +605,36 @@ pub unsafe fn cp_async_16(dst: u32, src: *const Vec16) {
     host::current().cp_async(dst, src as u64, 16, core::panic::Location::caller());
 }
 
+/// `cp.async.cg.shared.global` with a source size: copies the first `src_bytes` (0..=16) of
+/// the 16 bytes at global `src` to shared `dst` and zero-fills the rest, so a predicated load
+/// (an out-of-image tap, a row or channel tail) is one branch-free instruction: `src_bytes` = 0
+/// writes 16 zero bytes. Completes like [`cp_async_16`] (a [`cp_async_wait`] covering its
+/// group).
+///
+/// # Safety
+/// `dst` as for [`cp_async_16`]; `src` 16-byte aligned, its first `src_bytes` bytes readable
+/// global memory that no thread of this launch writes, and `src` an address inside a global
+/// allocation even when `src_bytes` is 0 (kernels pass the tensor's base; the simulator checks
+/// it).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn cp_async_16_zfill(dst: u32, src: *const Vec16, src_bytes: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    core::arch::asm!(
+        "cp.async.cg.shared.global [{d}], [{s}], 16, {n};",
+        d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+        options(nostack, preserves_flags)
+    );
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().cp_async_zfill(
+        dst,
+        src as u64,
+        16,
+        src_bytes as usize,
+        core::panic::Location::caller(),
+    );
+}
+
 /// `cp.async.commit_group`: closes the group of this thread's copies started since the last
 /// commit.
 #[inline(always)]

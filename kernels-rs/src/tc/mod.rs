@@ -4,10 +4,13 @@
 //!   rounded and stored) and the simulator's software conversions ([`soft`]);
 //! - the [`Epilogue`] (`out = act(α·acc + β·C + bias)`), fed accumulator pairs in the
 //!   `mma`/`wgmma` fragment layout;
+//! - [`mainloop`]: the sm_80 `mma.sync` + `ldmatrix` mainloop over a `cp.async` ring, with the
+//!   stage loads as a hook (implicit-GEMM convolution);
 //! - `ws` (sm_90a only): the warp-specialized producer/consumer driver. It owns the TMA ring, the
 //!   barrier set-up, the register split and the persistent tile loop; a kernel supplies hooks.
 
 pub mod epilogue;
+pub mod mainloop;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod soft;
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
