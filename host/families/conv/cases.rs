@@ -75,12 +75,18 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
             ));
         }
     }
-    // Split-K forced 2, 3 and 7 ways on the TMA kernel (its fix-up kernel included), with and
-    // without bias and ReLU.
-    if record.needs.tma && matches!(backend, Backend::Gpu(_)) {
+    // Split-K is disabled (`tma::SPLIT_K_ENABLED`): when it is on, validate it forced 2, 3, 4
+    // and 7 ways, with and without bias and ReLU, C and K on and off the tiles.
+    if super::tma::SPLIT_K_ENABLED && record.needs.tma && matches!(backend, Backend::Gpu(_)) {
         for e in record.symbols {
-            for (splits, bias) in [(2, true), (3, false), (7, true)] {
-                let p = Problem::new(2, 9, 11, 24, 40, 3, 1, e.dtype).with_epilogue(bias, bias);
+            for (splits, bias, c, k) in [
+                (2, true, 24, 40),
+                (3, false, 24, 40),
+                (7, true, 24, 40),
+                (2, false, 64, 64),
+                (4, true, 128, 128),
+            ] {
+                let p = Problem::new(2, 9, 11, c, k, 3, 1, e.dtype).with_epilogue(bias, bias);
                 if runnable(Target::of(backend), record, &p).is_err() {
                     continue;
                 }
@@ -88,7 +94,9 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                     kernel_label(record),
                     e.dtype,
                     format!("{} split {splits}", p.label()),
-                    move |b: &Backend, seed| validate_split(b, record, &p, seed, Some(splits)).map(|_| ()),
+                    move |b: &Backend, seed| {
+                        validate_split(b, record, &p, seed, Some(splits)).map(|_| ())
+                    },
                 ));
             }
         }

@@ -333,7 +333,9 @@ mod device {
         unsafe fn begin(&self, acc: &mut T::Acc, _at: u32, (tv, tn): (u32, u32), half: u32) {
             let (split, tm) = self.split_of(tv);
             let (_, col0) = self.origin(tm, tn, half);
-            let bias = if split == 0 { self.bias } else { core::ptr::null() };
+            // Split-K: the fix-up adds the bias once, after the partial sums.
+            let bias = if self.splits == 1 { self.bias } else { core::ptr::null() };
+            let _ = split;
             T::init(acc, bias, col0, self.epi.n);
         }
 
