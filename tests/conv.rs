@@ -247,7 +247,9 @@ fn the_split_k_fixup_sums_adds_the_bias_and_clamps() {
     let sim = Simulator::default();
     let (rows, kout, splits) = (37usize, 6usize, 3usize);
     let total = rows * kout;
-    let parts: Vec<f32> = (0..splits * total).map(|i| ((i * 7919) % 13) as f32 * 0.25 - 1.5).collect();
+    let parts: Vec<f32> = (0..splits * total)
+        .map(|i| ((i * 7919) % 13) as f32 * 0.25 - 1.5)
+        .collect();
     let bias: Vec<f32> = (0..kout).map(|j| j as f32 * 0.5 - 1.0).collect();
     let bp = sim.alloc::<f32>(parts.len(), "parts").unwrap();
     sim.write(&bp, &parts).unwrap();
@@ -278,7 +280,11 @@ fn the_split_k_fixup_sums_adds_the_bias_and_clamps() {
                 want = want.max(0.0);
             }
             let got = f16::from_bits(y[i]).to_f32();
-            assert_eq!(got, f16::from_f32(want).to_f32(), "element {i}, relu {relu}");
+            assert_eq!(
+                got,
+                f16::from_f32(want).to_f32(),
+                "element {i}, relu {relu}"
+            );
         }
     }
 }

@@ -128,11 +128,18 @@ fn the_dispatcher_prefers_the_chunk_kernel_and_falls_back_for_any_c() {
             dtype,
             ..p(1, 16, 16, 3, 64, 7, 3)
         };
-        let chosen = conv::select(&backend, &aligned).unwrap().name;
+        let chosen = conv::select(conv::Target::of(&backend), &aligned)
+            .unwrap()
+            .name;
         assert!(chosen == "mma" || ladder.iter().position(|n| *n == chosen) > Some(mma));
-        assert_eq!(conv::select(&backend, &stem).unwrap().name, "mma_any");
+        assert_eq!(
+            conv::select(conv::Target::of(&backend), &stem)
+                .unwrap()
+                .name,
+            "mma_any"
+        );
         // C = 3: 6-byte channel rows, which the 16-byte copies cannot take: a typed refusal.
-        match conv::runnable(&backend, record("mma"), &stem) {
+        match conv::runnable(conv::Target::of(&backend), record("mma"), &stem) {
             Err(Error::Unsupported { what, .. }) => assert!(what.contains("16-byte"), "{what}"),
             other => panic!("mma on C = 3: {other:?}"),
         }
@@ -142,7 +149,7 @@ fn the_dispatcher_prefers_the_chunk_kernel_and_falls_back_for_any_c() {
             ..aligned
         };
         assert!(matches!(
-            conv::runnable(&backend, record("mma"), &f32_problem),
+            conv::runnable(conv::Target::of(&backend), record("mma"), &f32_problem),
             Err(Error::Unsupported { .. })
         ));
     }

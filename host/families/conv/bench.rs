@@ -103,7 +103,10 @@ impl GpuBufs {
         Addrs {
             x: self.x.addr(gpu),
             w: self.w.addr(gpu),
-            bias: self.bias.as_ref().map_or(0, |b| b.device_ptr(gpu.stream()).0),
+            bias: self
+                .bias
+                .as_ref()
+                .map_or(0, |b| b.device_ptr(gpu.stream()).0),
             y: self.y.addr(gpu),
         }
     }
@@ -154,7 +157,9 @@ pub fn bench_one(
         Prepared::Plan(plan(p, record, &a)?)
     };
     let kernel = match &prepared {
-        Prepared::Tma(t) if t.splits > 1 => format!("{} split {}", kernel_label(t.record), t.splits),
+        Prepared::Tma(t) if t.splits > 1 => {
+            format!("{} split {}", kernel_label(t.record), t.splits)
+        }
         Prepared::Tma(t) if !t.tma_store => format!("{} direct", kernel_label(t.record)),
         Prepared::Tma(t) => kernel_label(t.record),
         Prepared::Plan(_) => kernel_label(record),

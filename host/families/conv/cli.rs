@@ -120,12 +120,14 @@ fn variant() -> impl TypedValueParser<Value = &'static KernelInfo> {
     let names: Vec<&'static str> = registry::KERNELS
         .iter()
         .copied()
-        .filter(|k| k.family == rustile_kernels::conv::FAMILY && matches!(k.role, Role::Ladder | Role::Tuning))
+        .filter(|k| {
+            k.family == rustile_kernels::conv::FAMILY
+                && matches!(k.role, Role::Ladder | Role::Tuning)
+        })
         .map(|k| k.name)
         .collect();
-    PossibleValuesParser::new(names).map(|s| {
-        registry::find(rustile_kernels::conv::FAMILY, &s).expect("a possible value")
-    })
+    PossibleValuesParser::new(names)
+        .map(|s| registry::find(rustile_kernels::conv::FAMILY, &s).expect("a possible value"))
 }
 
 fn dtype() -> impl TypedValueParser<Value = DType> {
@@ -172,7 +174,11 @@ fn dump_cmd(a: &DumpArgs) -> Result<()> {
                     ok += 1;
                 } else {
                     bad += 1;
-                    eprintln!("{}: rustile's own check failed: {:?}", dir.display(), d.check);
+                    eprintln!(
+                        "{}: rustile's own check failed: {:?}",
+                        dir.display(),
+                        d.check
+                    );
                 }
             }
         }
@@ -183,7 +189,9 @@ fn dump_cmd(a: &DumpArgs) -> Result<()> {
         a.out.display()
     );
     if bad > 0 {
-        return Err(Error::Usage(format!("{bad} dumped cases failed rustile's own check")));
+        return Err(Error::Usage(format!(
+            "{bad} dumped cases failed rustile's own check"
+        )));
     }
     Ok(())
 }
@@ -233,9 +241,24 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                     },
                 };
                 for record in records {
-                    match bench_one(&gpu, name, record, &p, &cfg, seed, !a.no_baseline, !a.direct_stores) {
+                    match bench_one(
+                        &gpu,
+                        name,
+                        record,
+                        &p,
+                        &cfg,
+                        seed,
+                        !a.no_baseline,
+                        !a.direct_stores,
+                    ) {
                         Ok(r) => {
-                            eprintln!("{}", markdown(std::slice::from_ref(&r)).lines().last().unwrap_or(""));
+                            eprintln!(
+                                "{}",
+                                markdown(std::slice::from_ref(&r))
+                                    .lines()
+                                    .last()
+                                    .unwrap_or("")
+                            );
                             rows.push(r);
                         }
                         Err(e @ Error::Unsupported { .. }) => eprintln!("skipped {name}: {e}"),

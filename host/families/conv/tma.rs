@@ -116,7 +116,7 @@ fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> O
 }
 
 /// The tile width (a record of [`WIDTHS`]) and split-K parts for `p` on `sms` SMs: the pair
-/// with the least [`estimate`]d time (wider tiles reuse each A load over more output
+/// with the least estimated time (wider tiles reuse each A load over more output
 /// channels; splitting fills the SMs when there are few tiles).
 pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, u32)> {
     let sms = sms.max(1) as u64;
@@ -124,7 +124,11 @@ pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, u32)> {
     let (m, n, _) = p.gemm_dims()?;
     let mut best: Option<(f64, &'static KernelInfo, u32)> = None;
     for (rec, eff) in WIDTHS.iter().zip([0.72, 0.9, 1.0]) {
-        let max_splits = if SPLIT_K_ENABLED { MAX_SPLITS.min(kt.max(1)) } else { 1 };
+        let max_splits = if SPLIT_K_ENABLED {
+            MAX_SPLITS.min(kt.max(1))
+        } else {
+            1
+        };
         for splits in 1..=max_splits {
             // The fix-up indexes 32-bit elements.
             if splits > 1 && (m as u64 * n as u64) * splits as u64 > i32::MAX as u64 {
@@ -235,17 +239,31 @@ impl TmaLaunch {
         )?;
         // The epilogue stores y through TMA from a staging tile when y's rows are 16-byte
         // multiples (K a multiple of 8) and y is 16-byte aligned; split-K writes partials.
-        let tma_store = tma_stores && splits == 1 && p.k.is_multiple_of(8) && a.y.is_multiple_of(16);
+        let tma_store =
+            tma_stores && splits == 1 && p.k.is_multiple_of(8) && a.y.is_multiple_of(16);
         let mut list = vec![xmap, wmap];
         if tma_store {
-            list.push(crate::tma::tensor_map_2d(p.dtype, a.y, p.k, m, p.k, (64, 64))?);
+            list.push(crate::tma::tensor_map_2d(
+                p.dtype,
+                a.y,
+                p.k,
+                m,
+                p.k,
+                (64, 64),
+            )?);
         }
         let maps = upload_maps(gpu, &list)?;
         let scratch = match scratch_len {
             0 => None,
             n => Some(gpu.alloc::<f32>(n, "conv split-K partials")?),
         };
-        let tiles = TileGrid::new(m.div_ceil(BM as usize) as u32 * splits * BM, p.k as u32, BM, bn, GROUP_M);
+        let tiles = TileGrid::new(
+            m.div_ceil(BM as usize) as u32 * splits * BM,
+            p.k as u32,
+            BM,
+            bn,
+            GROUP_M,
+        );
         let grid = tiles.persistent_grid(gpu.info().sm_count);
         let u = |v: usize| v as u32;
         let args = [
@@ -278,10 +296,17 @@ impl TmaLaunch {
     /// # Safety
     /// `a` (the buffers the maps were built over, and y and bias) are live allocations of
     /// `gpu`'s context holding `p`'s lengths until the kernels have run.
-    pub unsafe fn enqueue(&self, gpu: &Gpu, stream: &CudaStream, p: &Problem, a: &Addrs) -> Result<()> {
+    pub unsafe fn enqueue(
+        &self,
+        gpu: &Gpu,
+        stream: &CudaStream,
+        p: &Problem,
+        a: &Addrs,
+    ) -> Result<()> {
         let e = entry(self.record, p)?;
         let shared = self.record.shared_bytes(p.dtype);
-        let (f, mut cfg) = prepare_symbol(gpu, self.record, e.symbol, (self.grid as u64, 1, 1), shared)?;
+        let (f, mut cfg) =
+            prepare_symbol(gpu, self.record, e.symbol, (self.grid as u64, 1, 1), shared)?;
         cfg.block_dim = self.record.block;
         let (maps, _g) = cudarc::driver::DevicePtr::device_ptr(&self.maps, stream);
         let ws = match &self.scratch {
@@ -337,7 +362,10 @@ pub unsafe fn launch(
     splits: Option<u32>,
 ) -> Result<()> {
     let width: Option<&'static KernelInfo> = None;
-    let width = width.or(WIDTHS.iter().copied().find(|w| w.name == record.name && record.name != v05::INFO.name));
+    let width = width.or(WIDTHS
+        .iter()
+        .copied()
+        .find(|w| w.name == record.name && record.name != v05::INFO.name));
     let l = TmaLaunch::new(gpu, p, a, width, splits)?;
     // SAFETY: the caller's contract.
     unsafe { l.enqueue(gpu, stream, p, a) }

@@ -131,7 +131,7 @@ pub fn validate(
     validate_split(backend, record, p, seed, None)
 }
 
-/// [`validate`] with the TMA kernel's split-K parts forced (see [`output_split`]).
+/// [`validate()`] with the TMA kernel's split-K parts forced (see [`output_split`]).
 pub fn validate_split(
     backend: &Backend,
     record: &'static KernelInfo,

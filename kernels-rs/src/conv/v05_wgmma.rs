@@ -1,5 +1,5 @@
 //! Implicit-GEMM convolution on Hopper: TMA im2col + `wgmma`, warp-specialized, persistent
-//! (sm_90a). The conv is hooks on the GEMM's driver [`tc::ws`](crate::tc::ws), with the shared
+//! (sm_90a). The conv is hooks on the GEMM's warp-specialized driver `tc::ws`, with the shared
 //! epilogue.
 //!
 //! - **A (activations)** comes through an **im2col tensor map**: one TMA instruction loads the
@@ -10,7 +10,7 @@
 //! - **B (weights)**: KRSC seen as a `(C, R·S, K)` tensor; a box is 64 channels of one tap for
 //!   `BN` output channels (K-major for `wgmma`, like the GEMM's transposed B).
 //! - **k-tiles** run tap-major: `kt = tap · ⌈C/64⌉ + chunk`, `R·S·⌈C/64⌉` of them per tile.
-//! - **Tiles** 128 × `BN` (64, 128 or 256, a [`Width`]): two consumer warpgroups of 64 rows
+//! - **Tiles** 128 × `BN` (64, 128 or 256, a `Width`): two consumer warpgroups of 64 rows
 //!   each, `BN/2` f32 accumulators per thread; the ring holds as many stages as fit in ~192 KiB.
 //! - **Persistent**, grouped tile order ([`TileGrid`](crate::gpu::sched::TileGrid)), producer
 //!   running ahead across tiles, so the next tile's loads overlap this tile's epilogue.

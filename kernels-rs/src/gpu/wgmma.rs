@@ -14,7 +14,12 @@
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n64k16_f16<const TRANS_B: u32>(acc: &mut [f32; 32], da: u64, db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n64k16_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    da: u64,
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -67,7 +72,12 @@ pub unsafe fn wgmma_m64n64k16_f16<const TRANS_B: u32>(acc: &mut [f32; 32], da: u
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n64k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 32], da: u64, db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n64k16_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    da: u64,
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -120,7 +130,12 @@ pub unsafe fn wgmma_m64n64k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 32], da: 
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_f16<const TRANS_B: u32>(acc: &mut [f32; 64], da: u64, db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n128k16_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    da: u64,
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -205,7 +220,12 @@ pub unsafe fn wgmma_m64n128k16_f16<const TRANS_B: u32>(acc: &mut [f32; 64], da: 
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 64], da: u64, db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n128k16_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    da: u64,
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -290,7 +310,12 @@ pub unsafe fn wgmma_m64n128k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 64], da:
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n256k16_f16<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n256k16_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 128],
+    da: u64,
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -439,7 +464,12 @@ pub unsafe fn wgmma_m64n256k16_f16<const TRANS_B: u32>(acc: &mut [f32; 128], da:
 /// Warpgroup-collective; the descriptors address valid shared tiles that are visible to the
 /// async proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 128],
+    da: u64,
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {da}, {db}, p, 1, 1, 0, {tb}; }}",
         inout(reg32) acc[0],
@@ -589,7 +619,12 @@ pub unsafe fn wgmma_m64n256k16_bf16<const TRANS_B: u32>(acc: &mut [f32; 128], da
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(acc: &mut [f32; 32], a: [u32; 4], db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -646,7 +681,12 @@ pub unsafe fn wgmma_m64n64k16_rs_f16<const TRANS_B: u32>(acc: &mut [f32; 32], a:
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(acc: &mut [f32; 32], a: [u32; 4], db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -703,7 +743,12 @@ pub unsafe fn wgmma_m64n64k16_rs_bf16<const TRANS_B: u32>(acc: &mut [f32; 32], a
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(acc: &mut [f32; 64], a: [u32; 4], db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
@@ -792,7 +837,12 @@ pub unsafe fn wgmma_m64n128k16_rs_f16<const TRANS_B: u32>(acc: &mut [f32; 64], a
 /// Warpgroup-collective; the descriptor addresses a valid shared tile visible to the async
 /// proxy, and a `wgmma_fence` preceded the first `wgmma` after `acc` or `a` was written.
 #[inline(always)]
-pub unsafe fn wgmma_m64n128k16_rs_bf16<const TRANS_B: u32>(acc: &mut [f32; 64], a: [u32; 4], db: u64, scale_d: u32) {
+pub unsafe fn wgmma_m64n128k16_rs_bf16<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    db: u64,
+    scale_d: u32,
+) {
     core::arch::asm!(
         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}",
         inout(reg32) acc[0],
