@@ -189,14 +189,32 @@ fn im2col_geometry_and_tile_choice() {
 }
 
 #[test]
-fn the_dispatcher_refuses_with_a_reason() {
-    // In the simulator nothing runs f16 C = 3 unless an element-load kernel exists; either
-    // way the answer is a kernel or a typed error, never a panic.
-    let p = Problem::new(1, 9, 9, 3, 8, 3, 1, DType::F16);
-    match conv::select(Target::Simulator, &p) {
-        Ok(r) => assert!(r.symbols.iter().any(|e| e.sim.is_some())),
-        Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{e}"),
-    }
+fn the_dispatcher_picks_per_target_and_refuses_with_a_reason() {
+    let on = |t: Target, p: &Problem| conv::select(t, p).map(|r| r.name);
+    let sm90 = Target::Gpu {
+        flavour: rustile::ptx::Flavour::Sm90a,
+    };
+    let sm80 = Target::Gpu {
+        flavour: rustile::ptx::Flavour::Sm80,
+    };
+    let p = Problem::new(1, 9, 9, 16, 8, 3, 1, DType::F16);
+    assert_eq!(on(sm90, &p).unwrap(), "wgmma");
+    assert_eq!(on(sm80, &p).unwrap(), "mma");
+    assert_eq!(on(Target::Simulator, &p).unwrap(), "mma");
+    // C = 3: no 16-byte pixel pitch, the element-load kernel everywhere.
+    let stem = Problem::new(1, 9, 9, 3, 8, 3, 1, DType::F16);
+    assert_eq!(on(sm90, &stem).unwrap(), "mma_any");
+    assert_eq!(on(Target::Simulator, &stem).unwrap(), "mma_any");
+    // f32: the register-blocked study kernel, in either layout.
+    let f = Problem::new(1, 9, 9, 3, 8, 3, 1, DType::F32);
+    assert_eq!(on(sm90, &f).unwrap(), "regblock");
+    assert_eq!(on(sm90, &f.with_layout(Layout::Nchw)).unwrap(), "regblock");
+    // A problem that fails its own checks is refused before any kernel is considered.
+    let bad = Problem::new(1, 9, 9, 16, 8, 2, 1, DType::F16);
+    assert!(matches!(
+        conv::select(sm90, &bad),
+        Err(Error::Unsupported { .. })
+    ));
 }
 
 #[test]
