@@ -242,6 +242,27 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
     validate_on(&backend, args.family, Scale::Full, args.seed.get())
 }
 
+/// `rustile <family> validate`: `family`'s cases in the simulator (`sim`), else on the GPU if
+/// there is one (saying so when there is none), at [`Scale::Full`] with `full`.
+pub fn validate_family(
+    family: &'static dyn families::Family,
+    sim: bool,
+    full: bool,
+    seed: u64,
+) -> Result<()> {
+    let backend = if sim {
+        Backend::Simulator(Simulator::default())
+    } else {
+        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
+        if let Some(e) = no_gpu {
+            eprintln!("{e}: validating in the simulator");
+        }
+        backend
+    };
+    let scale = if full { Scale::Full } else { Scale::Quick };
+    validate_on(&backend, Some(FamilyArg(family)), scale, seed)
+}
+
 /// Validates `family` (`None`: every family in [`families::all`]) at `scale` on `backend`,
 /// prints the failures, and fails if any case did.
 pub fn validate_on(

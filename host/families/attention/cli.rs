@@ -10,10 +10,9 @@ use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use rustile_kernels::registry::DType;
 
 use crate::backend::Backend;
-use crate::cli::suite::{validate_on, FamilyArg};
+use crate::cli::suite::validate_family;
 use crate::cli::{positive, progress, status, writable_dir, Seed};
 use crate::error::{Error, Result};
-use crate::families::Scale;
 use crate::gpu::Gpu;
 use crate::harness::TimingConfig;
 use crate::sim::Simulator;
@@ -244,17 +243,7 @@ pub fn main(matches: &clap::ArgMatches) -> Result<()> {
 }
 
 fn validate(a: &ValidateArgs) -> Result<()> {
-    let backend = if a.sim {
-        Backend::Simulator(Simulator::default())
-    } else {
-        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
-        if let Some(e) = no_gpu {
-            eprintln!("{e}: validating in the simulator");
-        }
-        backend
-    };
-    let scale = if a.full { Scale::Full } else { Scale::Quick };
-    validate_on(&backend, Some(FamilyArg(FAMILY)), scale, a.seed.get())
+    validate_family(FAMILY, a.sim, a.full, a.seed.get())
 }
 
 fn bench_cmd(a: &BenchArgs) -> Result<()> {

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::harness::{time_all, Stats, TimingConfig};
 
+use super::buf::DevBuf;
 use super::tma::TmaLaunch;
 use super::*;
 
@@ -45,75 +46,42 @@ pub type BaselineFn<'a> = Box<dyn FnMut(&Addrs) -> Result<()> + 'a>;
 
 /// The problem's buffers on the GPU, filled from seeded inputs.
 pub struct GpuBufs {
-    x: Bufs,
-    w: Bufs,
+    x: DevBuf,
+    w: DevBuf,
     /// Bias, if the problem has one.
     pub bias: Option<CudaSlice<f32>>,
-    y: Bufs,
-}
-
-enum Bufs {
-    F32(CudaSlice<f32>),
-    B16(CudaSlice<u16>),
-}
-
-impl Bufs {
-    fn upload(gpu: &Gpu, dtype: DType, v: &[f32], what: &str) -> Result<Self> {
-        Ok(match dtype {
-            DType::F32 => Bufs::F32(gpu.upload(v, what)?),
-            d => Bufs::B16(gpu.upload(&to_bits(d, v), what)?),
-        })
-    }
-    fn addr(&self, gpu: &Gpu) -> u64 {
-        match self {
-            Bufs::F32(b) => b.device_ptr(gpu.stream()).0,
-            Bufs::B16(b) => b.device_ptr(gpu.stream()).0,
-        }
-    }
-    fn download(&self, gpu: &Gpu, dtype: DType) -> Result<Vec<f32>> {
-        Ok(match self {
-            Bufs::F32(b) => gpu.download(b, "conv y")?,
-            Bufs::B16(b) => gpu
-                .download(b, "conv y")?
-                .into_iter()
-                .map(|v| crate::elem::widen_bits(dtype, v as u32))
-                .collect(),
-        })
-    }
+    y: DevBuf,
 }
 
 impl GpuBufs {
     /// Uploads `x` (and a NaN-poisoned y) for `p`.
     pub fn new(gpu: &Gpu, p: &Problem, x: &Inputs) -> Result<Self> {
         let [_, _, ly] = p.lens()?;
-        let poison = vec![f32::NAN; ly];
         Ok(Self {
-            x: Bufs::upload(gpu, p.dtype, &x.x, "conv x")?,
-            w: Bufs::upload(gpu, p.dtype, &x.w, "conv w")?,
+            x: DevBuf::upload(gpu, p.dtype, &x.x, "conv x")?,
+            w: DevBuf::upload(gpu, p.dtype, &x.w, "conv w")?,
             bias: match &x.bias {
                 Some(b) => Some(gpu.upload(b, "conv bias")?),
                 None => None,
             },
-            y: Bufs::upload(gpu, p.dtype, &poison, "conv y")?,
+            y: DevBuf::poisoned(gpu, p.dtype, ly, "conv y")?,
         })
     }
 
     /// Their device addresses.
     pub fn addrs(&self, gpu: &Gpu) -> Addrs {
+        let stream = gpu.stream();
         Addrs {
-            x: self.x.addr(gpu),
-            w: self.w.addr(gpu),
-            bias: self
-                .bias
-                .as_ref()
-                .map_or(0, |b| b.device_ptr(gpu.stream()).0),
-            y: self.y.addr(gpu),
+            x: self.x.addr(stream),
+            w: self.w.addr(stream),
+            bias: self.bias.as_ref().map_or(0, |b| b.device_ptr(stream).0),
+            y: self.y.addr(stream),
         }
     }
 
     /// y, widened to f32.
     pub fn y(&self, gpu: &Gpu, dtype: DType) -> Result<Vec<f32>> {
-        self.y.download(gpu, dtype)
+        self.y.download(gpu, dtype, "conv y")
     }
 }
 
@@ -148,10 +116,7 @@ pub fn bench_one(
     };
     let a = bufs.addrs(gpu);
     let prepared = if record.needs.tma {
-        let width = rustile_kernels::conv::v05_wgmma::WIDTHS
-            .iter()
-            .copied()
-            .find(|w| w.name == record.name && w.name != "wgmma");
+        let width = super::tma::tuning_width(record);
         Prepared::Tma(TmaLaunch::with_stores(gpu, p, &a, width, None, tma_stores)?)
     } else {
         Prepared::Plan(plan(p, record, &a)?)

@@ -8,7 +8,7 @@ use clap::{Args, FromArgMatches, Parser, Subcommand};
 use rustile_kernels::registry::{self, DType, KernelInfo, Role};
 
 use crate::backend::Backend;
-use crate::cli::suite::{validate_on, FamilyArg};
+use crate::cli::suite::validate_family;
 use crate::cli::{positive, writable_dir, Seed};
 use crate::error::{Error, Result};
 use crate::families::Scale;
@@ -197,17 +197,7 @@ fn dump_cmd(a: &DumpArgs) -> Result<()> {
 }
 
 fn validate(a: &ValidateArgs) -> Result<()> {
-    let backend = if a.sim {
-        Backend::Simulator(Simulator::default())
-    } else {
-        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
-        if let Some(e) = no_gpu {
-            eprintln!("{e}: validating in the simulator");
-        }
-        backend
-    };
-    let scale = if a.full { Scale::Full } else { Scale::Quick };
-    validate_on(&backend, Some(FamilyArg(FAMILY)), scale, a.seed.get())
+    validate_family(FAMILY, a.sim, a.full, a.seed.get())
 }
 
 fn bench_cmd(a: &BenchArgs) -> Result<()> {

@@ -15,6 +15,7 @@
 
 pub mod baseline;
 pub mod bench;
+pub mod buf;
 pub mod cases;
 pub mod cli;
 pub mod cudnn;

@@ -346,6 +346,12 @@ impl TmaLaunch {
     }
 }
 
+/// The width a TMA record pins: a tuning record (`wgmma_n64`, `wgmma_n256`) runs at its own
+/// width, the ladder record (`wgmma`) at the one [`choose`] picks (`None`).
+pub fn tuning_width(record: &'static KernelInfo) -> Option<&'static KernelInfo> {
+    (record.role == rustile_kernels::registry::Role::Tuning).then_some(record)
+}
+
 /// Builds the maps and launches the TMA kernel `record` on `p` (a tuning width record runs at
 /// that width; the ladder record at the chosen one), with `splits` split-K parts (`None`: the
 /// chosen number).
@@ -361,11 +367,7 @@ pub unsafe fn launch(
     a: &Addrs,
     splits: Option<u32>,
 ) -> Result<()> {
-    let width: Option<&'static KernelInfo> = None;
-    let width = width.or(WIDTHS
-        .iter()
-        .copied()
-        .find(|w| w.name == record.name && record.name != v05::INFO.name));
+    let width = tuning_width(record);
     let l = TmaLaunch::new(gpu, p, a, width, splits)?;
     // SAFETY: the caller's contract.
     unsafe { l.enqueue(gpu, stream, p, a) }
