@@ -101,6 +101,55 @@ fn regblock_matches_float64_in_both_layouts() {
     );
 }
 
+fn check_nchw(name: &str, shapes: &[Problem]) {
+    let backend = sim();
+    let r = record(name);
+    let s = seed();
+    for base in shapes {
+        let pr = base.with_layout(Layout::Nchw);
+        let got = conv::validate(&backend, r, &pr, s);
+        assert!(
+            got.is_ok(),
+            "{name} {} (seed {s}): {:?}",
+            pr.label(),
+            got.err()
+        );
+    }
+}
+
+/// Shapes for the k-major configurations: several k-tiles (the slot-table ring wraps), the
+/// reduction and K off the tiles, rows off the 64/128-row tiles, padding taps at every edge.
+fn kmajor_shapes() -> Vec<Problem> {
+    vec![
+        p(1, 5, 7, 3, 5, 3, 1),                    // C·R·S = 27 < one k-tile
+        p(2, 9, 11, 16, 70, 3, 1),                 // 144 = 4.5 k-tiles, K = 70
+        p(1, 13, 11, 32, 8, 3, 0).with_stride(2),  // pad 0, stride 2
+        p(1, 10, 9, 8, 16, 5, 4).with_dilation(2), // 5×5, dilation 2
+        p(1, 15, 13, 3, 16, 7, 3).with_stride(2),  // the stem's 7×7/2
+        p(1, 9, 9, 40, 24, 1, 0).with_stride(2),   // 1×1/2
+        p(1, 7, 7, 36, 12, 3, 1).with_epilogue(false, false), // no bias, no ReLU, P·Q odd
+        p(1, 8, 8, 6, 65, 3, 1).with_epilogue(true, false), // K = 65: two column tiles
+        p(3, 6, 6, 20, 64, 3, 1),                  // 108 rows, P·Q % 4 = 0
+    ]
+}
+
+#[test]
+fn kmajor_configurations_match_float64() {
+    for name in ["kmajor", "kmajor_m64", "kmajor_kg4", "kmajor_m64_kg4"] {
+        check_nchw(name, &kmajor_shapes());
+    }
+}
+
+#[test]
+fn kmajor_has_no_nhwc_instantiation() {
+    let pr = p(1, 5, 5, 8, 8, 3, 1);
+    let got = conv::validate(&sim(), record("kmajor"), &pr, seed());
+    assert!(
+        matches!(got, Err(rustile::error::Error::Unsupported { .. })),
+        "{got:?}"
+    );
+}
+
 #[test]
 fn a_planted_wrong_result_fails_the_comparison() {
     let backend = sim();

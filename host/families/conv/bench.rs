@@ -119,7 +119,11 @@ pub fn bench_one(
         let width = super::tma::tuning_width(record);
         Prepared::Tma(TmaLaunch::with_stores(gpu, p, &a, width, None, tma_stores)?)
     } else {
-        Prepared::Plan(plan(p, record, &a)?)
+        Prepared::Plan(plan(
+            p,
+            super::dispatch::resolve(record, p, gpu.info().sm_count),
+            &a,
+        )?)
     };
     let kernel = match &prepared {
         Prepared::Tma(t) if t.splits > 1 => {
@@ -127,7 +131,7 @@ pub fn bench_one(
         }
         Prepared::Tma(t) if !t.tma_store => format!("{} direct", kernel_label(t.record)),
         Prepared::Tma(t) => kernel_label(t.record),
-        Prepared::Plan(_) => kernel_label(record),
+        Prepared::Plan(pl) => kernel_label(pl.kernel),
     };
     let stream = gpu.stream().clone();
     let mut ours = |_: usize| -> Result<()> {

@@ -86,10 +86,13 @@ pub struct BenchArgs {
     /// Kernels [default: the dispatcher's choice]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = variant())]
     pub variants: Option<Vec<&'static KernelInfo>>,
-    /// Element types (f32 runs NCHW on the f32 kernels)
+    /// Element types (f32 runs NCHW on the f32 kernels, or NHWC with `--f32-nhwc`)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = dtype(),
           default_value = "f16,bf16")]
     pub types: Vec<DType>,
+    /// f32 in NHWC (x NHWC, w KRSC; cuDNN in NHWC too) instead of NCHW
+    #[arg(long)]
+    pub f32_nhwc: bool,
     /// Batch sizes
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive,
           default_value = "32")]
@@ -217,7 +220,7 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                         continue;
                     }
                 }
-                if dtype == DType::F32 {
+                if dtype == DType::F32 && !a.f32_nhwc {
                     p = p.with_layout(rustile_kernels::registry::Layout::Nchw);
                 }
                 let records: Vec<&'static KernelInfo> = match &a.variants {

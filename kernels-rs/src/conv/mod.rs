@@ -22,6 +22,7 @@ pub mod v01_naive;
 pub mod v02_smem;
 pub mod v03_regblock;
 pub mod v04_mma;
+pub mod v06_kmajor;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -34,6 +35,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v01_naive::INFO,
     &v02_smem::INFO,
     &v03_regblock::INFO,
+    &v06_kmajor::INFO,
     &v04_mma::INFO_ANY,
     &v04_mma::INFO,
     &v04_mma::n64::INFO,
@@ -41,6 +43,9 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,
     &combine::INFO,
+    &v06_kmajor::INFO_M64,
+    &v06_kmajor::INFO_KG4,
+    &v06_kmajor::INFO_M64_KG4,
 ];
 
 pub mod combine;

@@ -1,0 +1,566 @@
+//! Both operands k-major, one k per fragment load, at most 128 registers: two to four blocks
+//! per SM instead of `regblock`'s one (the SGEMM `nt_pipeline`'s lesson, `gemm/v11`, applied to
+//! the convolution). NCHW only (x NCHW, w KCRS, y NCHW: the layout cuDNN's fastest f32
+//! algorithms take).
+//!
+//! **Why.** `regblock` holds four k-steps of fragments (a row-major A tile gives 4 consecutive
+//! k per `ld.shared.v4`), 254 registers, one 8-warp block per SM, and issues FMAs ~40 % of the
+//! time. Here A (the im2col rows) is stored `[k][pixel]` (consecutive pixels are consecutive
+//! input columns: coalesced 4-byte copies) and B (the weights) `[k][channel]`: KCRS rows are
+//! contiguous along the reduction, so the copies read 8 consecutive reduction slots of 4 output
+//! channels per warp instruction (one sector per channel) and write them transposed into shared
+//! memory (bank `4·slot + channel`: conflict-free). A k-step is then 4 `ld.shared.v4` for 64
+//! FMAs, as in `v08`/`v11`.
+//!
+//! **The reduction** runs over the KCRS order `j = (c·R + r)·S + s` in k-tiles of 32. Each
+//! thread keeps `(c, r·S + s)` of its slots and steps them by 32 per k-tile (no division in the
+//! loop); padding, slots past `C·R·S`, rows past `N·P·Q` and channels past `K` are zero-filling
+//! copies (`src-size 0`, branch-free).
+//!
+//! **Configurations** (const generics, one record each): block tile `BM × 64` with `BM` 64 or
+//! 128 (warp tiles 64×32, 8×8 per lane) and `KG` 2 or 4 k-groups of warps splitting every
+//! k-tile (their partial tiles are added through shared memory at the end). The host picks per
+//! layer (`conv::direct::choose`): many blocks of 64 rows for mid-sized grids, 4 k-groups of
+//! 128 rows where the grid has fewer tiles than SMs.
+//!
+//! **Bound**: FMA issue. Per k-step and warp 64 FFMA + 4 LDS.128; per k-tile and thread
+//! `BM·BK/THREADS` A copies and `64·BK/THREADS` B copies (one per 64 and per `BM` FMAs).
+
+use super::{activate, Geom};
+use crate::gpu::{self, Elem};
+use crate::registry::{KernelInfo, Launch};
+
+/// Output channels per block tile.
+pub const BN: u32 = 64;
+/// K-tile depth.
+pub const BK: u32 = 32;
+/// Ring depth.
+pub const STAGES: u32 = 3;
+/// Pitch (floats) of the B tile's k rows: 64 + 4 (16-byte rows, and `4·slot + channel` banks
+/// for the transposing copies).
+const PB: u32 = BN + 4;
+/// Warp tile `(pixels, channels)`: 8×8 per lane.
+const WARP_TILE: (u32, u32) = (64, 32);
+
+/// Warps per k-group.
+pub const fn group_warps(bm: u32) -> u32 {
+    (bm / WARP_TILE.0) * (BN / WARP_TILE.1)
+}
+
+/// Threads per block.
+pub const fn threads(bm: u32, kg: u32) -> u32 {
+    32 * group_warps(bm) * kg
+}
+
+/// Bytes of one ring stage (A `[BK][BM]`, then B `[BK][PB]`).
+pub const fn stage_bytes(bm: u32) -> u32 {
+    BK * (bm + PB) * 4
+}
+
+/// Dynamic shared bytes: the ring (or the partial tiles of half the k-groups if larger), then
+/// the slot tables.
+pub const fn shared_bytes(bm: u32, kg: u32) -> usize {
+    let ring = STAGES * stage_bytes(bm);
+    let red = (kg / 2) * bm * BN * 4;
+    (if ring > red { ring } else { red }) as usize + TABLE_BYTES as usize
+}
+
+/// Blocks per SM the launch bounds ask for: 65536 registers at 128 per thread.
+pub const fn blocks_per_sm(bm: u32, kg: u32) -> u32 {
+    65536 / (threads(bm, kg) * 128)
+}
+
+macro_rules! config {
+    ($info:ident, $name:literal, $bm:literal, $kg:literal, $sym:ident, $about:literal) => {
+        /// Registry record of one configuration.
+        pub const $info: KernelInfo = KernelInfo {
+            family: super::FAMILY,
+            name: $name,
+            role: if $bm == 128 && $kg == 2 {
+                crate::registry::Role::Ladder
+            } else {
+                crate::registry::Role::Tuning
+            },
+            block: (threads($bm, $kg), 1, 1),
+            launch: Launch::Tiles {
+                tile: ($bm, BN),
+                halo_rows: 0,
+            },
+            shared_bytes_f32: shared_bytes($bm, $kg),
+            symbols: $sym::SYMBOLS,
+            about: $about,
+            bounds: Some((threads($bm, $kg), blocks_per_sm($bm, $kg))),
+            ..KernelInfo::BASE
+        };
+
+        #[doc = concat!("Entry point of `", $name, "`.")]
+        pub mod $sym {
+            #[allow(clippy::too_many_arguments)]
+            #[inline(always)]
+            unsafe fn conv_kmajor(
+                x: *const f32,
+                w: *const f32,
+                bias: *const f32,
+                y: *mut f32,
+                n: u32,
+                h: u32,
+                w_: u32,
+                c: u32,
+                k: u32,
+                rs: u32,
+                pq: u32,
+                stride: u32,
+                pad: u32,
+                dil: u32,
+                relu: u32,
+            ) {
+                super::body::<$bm, $kg>(
+                    x, w, bias, y, n, h, w_, c, k, rs, pq, stride, pad, dil, relu,
+                )
+            }
+
+            crate::entry_points! {
+                pub const SYMBOLS;
+                fn conv_kmajor(x: *const f32, w: *const f32, bias: *const f32, y: *mut f32, n: u32, h: u32, w_: u32, c: u32, k: u32, rs: u32, pq: u32, stride: u32, pad: u32, dil: u32, relu: u32);
+                $sym => (F32, F32, Nchw) [];
+            }
+        }
+    };
+}
+
+config!(
+    INFO,
+    "kmajor",
+    128,
+    2,
+    conv_kmajor_f32_nchw,
+    "k-major A and B, 128x64x32, 8x8 per lane, 2 k-groups, <= 128 registers: 2 blocks/SM"
+);
+config!(
+    INFO_M64,
+    "kmajor_m64",
+    64,
+    2,
+    conv_kmajor_m64_f32_nchw,
+    "kmajor at 64x64, 2 k-groups, 128 threads: 4 blocks/SM"
+);
+config!(
+    INFO_KG4,
+    "kmajor_kg4",
+    128,
+    4,
+    conv_kmajor_kg4_f32_nchw,
+    "kmajor at 128x64, 4 k-groups, 512 threads: for grids with fewer tiles than SMs"
+);
+config!(
+    INFO_M64_KG4,
+    "kmajor_m64_kg4",
+    64,
+    4,
+    conv_kmajor_m64_kg4_f32_nchw,
+    "kmajor at 64x64, 4 k-groups, 256 threads: 2 blocks/SM"
+);
+
+/// Every configuration, the ladder record first.
+pub const CONFIGS: [&KernelInfo; 4] = [&INFO, &INFO_M64, &INFO_KG4, &INFO_M64_KG4];
+
+/// Slot tables in flight (written 3 k-tiles ahead, read 2 ahead).
+const TABLES: u32 = 3;
+/// Bytes of the slot tables.
+const TABLE_BYTES: u32 = TABLES * BK * 16;
+
+/// A row index no input row is: `(OUTSIDE + offset) as u32` is never below `h`.
+const OUTSIDE: i32 = -(1 << 30);
+
+/// `cp.async.ca` of one f32 with a source size (0 or 4): 0 writes a zero without reading.
+///
+/// # Safety
+/// `dst` 4 bytes of the launch's shared memory, 4-byte aligned; `src` an f32 of global memory
+/// no thread writes, inside an allocation even when `src_bytes` is 0 (callers pass x's base).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn cp_async_4_zfill(dst: u32, src: *const f32, src_bytes: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    core::arch::asm!(
+        "cp.async.ca.shared.global [{d}], [{s}], 4, {n};",
+        d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+        options(nostack, preserves_flags)
+    );
+    #[cfg(not(target_arch = "nvptx64"))]
+    gpu::host::current().cp_async_zfill(
+        dst,
+        src as u64,
+        4,
+        src_bytes as usize,
+        core::panic::Location::caller(),
+    );
+}
+
+/// One thread's share of the operand copies and the state that forms their addresses.
+///
+/// A: pixels `pl + 32e` (`e < BM/32`), slots `sg + NSG·l` (`l < BK/NSG`, `NSG` = warps per
+/// block). B: elements `e = t + THREADS·l`, slot `(e / 512)·8 + e % 8`, channel `(e / 8) % 64`.
+struct Gather<const BM: u32, const KG: u32> {
+    x: *const f32,
+    w: *const f32,
+    g: Geom,
+    t: u32,
+    /// k-tiles in all.
+    tiles: u32,
+    /// Shared address of the slot tables (`TABLES` × 32 entries of 16 bytes).
+    table: u32,
+    /// `⌈2¹⁶ / S⌉`: `(v · s_inv) >> 16 = v / S` for every `v < R·S` here.
+    s_inv: u32,
+    /// Input row and column of tap (0, 0) per A pixel (`OUTSIDE` past the last pixel).
+    ih0: [i32; 4],
+    iw0: [i32; 4],
+    /// `x + (offset of x[n][0][ih0][iw0])` per A pixel (outside x for pixels in the padding:
+    /// formed with wrapping arithmetic, only dereferenced at in-image taps).
+    px: [*const f32; 4],
+    /// The B rows (output channels `col0 + t/8 + (THREADS/8)·r`) this thread copies, and
+    /// whether each is below `K`.
+    wrow: [*const f32; 4],
+    wrow_ok: [bool; 4],
+    /// Warp 0: `(c, r·S + s)` of slot `lane` in the next table to write.
+    sc: u32,
+    srs: u32,
+}
+
+impl<const BM: u32, const KG: u32> Gather<BM, KG> {
+    const THREADS: u32 = threads(BM, KG);
+    const NSG: u32 = Self::THREADS / 32;
+    const LA: u32 = BK / Self::NSG;
+    const EA: u32 = BM / 32;
+    const EB: u32 = BK * BN / Self::THREADS;
+    /// Distinct B rows per thread.
+    const RB: u32 = 512 / Self::THREADS;
+
+    #[inline(always)]
+    fn new(
+        x: *const f32,
+        w: *const f32,
+        g: &Geom,
+        t: u32,
+        row0: u32,
+        col0: u32,
+        table: u32,
+    ) -> Self {
+        let taps = g.r * g.s;
+        let plane = g.h as i64 * g.w as i64;
+        let pl = t % 32;
+        let mut s = Gather {
+            x,
+            w,
+            g: *g,
+            t,
+            tiles: g.red().div_ceil(BK),
+            table,
+            s_inv: (65536 + g.s - 1) / g.s,
+            ih0: [OUTSIDE; 4],
+            iw0: [OUTSIDE; 4],
+            px: [x; 4],
+            wrow: [w; 4],
+            wrow_ok: [false; 4],
+            sc: (t % 32) / taps,
+            srs: (t % 32) % taps,
+        };
+        crate::unroll!(4, e, {
+            let m = row0 + pl + 32 * e as u32;
+            if (e as u32) < Self::EA && m < g.rows() {
+                let (b, p, q) = g.pixel(m);
+                s.ih0[e] = (p * g.stride_h) as i32 - g.pad_h as i32;
+                s.iw0[e] = (q * g.stride_w) as i32 - g.pad_w as i32;
+                let pix = b as i64 * g.c as i64 * plane
+                    + s.ih0[e] as i64 * g.w as i64
+                    + s.iw0[e] as i64;
+                s.px[e] = x.wrapping_offset(pix as isize);
+            }
+        });
+        crate::unroll!(4, r, {
+            if (r as u32) < Self::RB {
+                let kk = col0 + t / 8 + (Self::THREADS / 8) * r as u32;
+                s.wrow_ok[r] = kk < g.k;
+                s.wrow[r] = w.wrapping_add(kk as usize * g.red() as usize);
+            }
+        });
+        s
+    }
+
+    /// Warp 0 writes the slot table of k-tile `tile` (the next one: tables are written in
+    /// order) into table `tile % TABLES`: per slot `[c·H·W + dr·W + ds, dr, ds, 0]` with
+    /// `(dr, ds) = (r·dil_h, s·dil_w)`, and `dr = OUTSIDE` for slots past `C·R·S`.
+    ///
+    /// # Safety
+    /// No thread reads that table until the next barrier.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn write_table(&mut self, tile: u32) {
+        if self.t < 32 {
+            let g = &self.g;
+            let taps = g.r * g.s;
+            let rr = (self.srs * self.s_inv) >> 16; // srs / S (srs < R·S ≤ 49)
+            let ss = self.srs - rr * g.s;
+            let (dr, ds) = (rr * g.dil_h, ss * g.dil_w);
+            let v = if self.sc < g.c {
+                [
+                    self.sc * g.h * g.w + dr * g.w + ds,
+                    dr,
+                    ds,
+                    0,
+                ]
+            } else {
+                [0, OUTSIDE as u32, 0, 0]
+            };
+            let at = self.table + ((tile % TABLES) * BK + self.t) * 16;
+            gpu::st_shared_f32x4(at, v.map(f32::from_bits));
+            // The next k-tile: slot + BK.
+            self.srs += BK % taps;
+            self.sc += BK / taps;
+            if self.srs >= taps {
+                self.srs -= taps;
+                self.sc += 1;
+            }
+        }
+    }
+
+    /// Copies (or zero-fills) this thread's share of k-tile `tile` into the stage at shared
+    /// address `stage` (A, then B), and commits one group (an empty one past the last tile).
+    ///
+    /// # Safety
+    /// x and w hold the problem's tensors; the stage is `stage_bytes(BM)` of shared memory no
+    /// thread reads until the next barrier.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn issue(&self, tile: u32, stage: u32) {
+        if tile < self.tiles {
+            let g = &self.g;
+            let (pl, sg) = (self.t % 32, self.t / 32);
+            let tab = self.table + (tile % TABLES) * BK * 16;
+            crate::unroll!(8, l, {
+                if (l as u32) < Self::LA {
+                    let slot = sg + Self::NSG * l as u32;
+                    let [off, dr, ds, _] = gpu::ld_shared_f32x4(tab + slot * 16).map(f32::to_bits);
+                    let (dr, ds) = (dr as i32, ds as i32);
+                    crate::unroll!(4, e, {
+                        if (e as u32) < Self::EA {
+                            let (ih, iw) = (self.ih0[e] + dr, self.iw0[e] + ds);
+                            let ok = (ih as u32) < g.h && (iw as u32) < g.w;
+                            let src = if ok {
+                                self.px[e].wrapping_offset(off as i32 as isize)
+                            } else {
+                                self.x
+                            };
+                            let dst = stage + (slot * BM + pl + 32 * e as u32) * 4;
+                            // SAFETY: `src` is inside x when `ok` (pixel and tap in the image,
+                            // channel < C: the table's `dr` fails the check otherwise), else
+                            // x's base with size 0; `dst` is in the stage.
+                            cp_async_4_zfill(dst, src, if ok { 4 } else { 0 });
+                        }
+                    });
+                }
+            });
+            let b_s = stage + BK * BM * 4;
+            let red = g.red();
+            let j0 = tile * BK;
+            crate::unroll!(16, l, {
+                if (l as u32) < Self::EB {
+                    let r = l % Self::RB as usize;
+                    let slot = (l as u32 / Self::RB) * 8 + self.t % 8;
+                    let ch = self.t / 8 + (Self::THREADS / 8) * r as u32;
+                    let j = j0 + slot;
+                    let ok = self.wrow_ok[r] && j < red;
+                    let src = if ok {
+                        self.wrow[r].wrapping_add(j as usize)
+                    } else {
+                        self.w
+                    };
+                    let dst = b_s + (slot * PB + ch) * 4;
+                    // SAFETY: as for A: inside w when `ok` (row < K, slot < C·R·S), else w's
+                    // base with size 0.
+                    cp_async_4_zfill(dst, src, if ok { 4 } else { 0 });
+                }
+            });
+        }
+        gpu::cp_async_commit();
+    }
+}
+
+/// The body for block tile `BM × 64` and `KG` k-groups.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn body<const BM: u32, const KG: u32>(
+    x: *const f32,
+    w: *const f32,
+    bias: *const f32,
+    y: *mut f32,
+    n: u32,
+    h: u32,
+    w_: u32,
+    c: u32,
+    k: u32,
+    rs: u32,
+    pq: u32,
+    stride: u32,
+    pad: u32,
+    dil: u32,
+    relu: u32,
+) {
+    let g = Geom::new(n, h, w_, c, k, rs, pq, stride, pad, dil);
+    let tg_threads: u32 = 32 * group_warps(BM); // threads per k-group
+    let kstep: u32 = BK / KG;
+    let stage: u32 = stage_bytes(BM);
+    let a_bytes: u32 = BK * BM * 4;
+
+    let t = gpu::thread_idx_x();
+    let (warp, lane) = (t / 32, t % 32);
+    let group = warp / group_warps(BM);
+    let wi = warp % group_warps(BM);
+    let (wrow0, wcol0) = ((wi / 2) * WARP_TILE.0, (wi % 2) * WARP_TILE.1);
+    let (lr, lc) = (lane / 4, lane % 4);
+    let (row0, col0) = (gpu::block_idx_y() * BM, gpu::block_idx_x() * BN);
+    let rows = g.rows();
+    let base = gpu::dynamic_shared_base();
+
+    let table = base + (shared_bytes(BM, KG) as u32 - TABLE_BYTES);
+    let mut gather = Gather::<BM, KG>::new(x, w, &g, t, row0, col0, table);
+    let tiles = gather.tiles;
+    let advance = |off: u32| {
+        if off + stage == STAGES * stage {
+            0
+        } else {
+            off + stage
+        }
+    };
+
+    // --- Main loop: a STAGES-deep ring, one barrier per k-tile. ---
+    let mut acc = [[0.0f32; 8]; 8];
+    let mut wr = 0u32;
+    let mut s = 0;
+    while s < TABLES {
+        // SAFETY: nothing reads the tables before the barrier below.
+        unsafe { gather.write_table(s) };
+        s += 1;
+    }
+    gpu::sync_threads();
+    s = 0;
+    while s < STAGES - 1 {
+        // SAFETY: the stage at `wr` is free (nothing has been read yet).
+        unsafe { gather.issue(s, base + wr) };
+        wr = advance(wr);
+        s += 1;
+    }
+    let kg0 = group * kstep;
+    let mut rd = 0u32;
+    let mut tile = 0;
+    while tile < tiles {
+        gpu::cp_async_wait::<{ STAGES - 2 }>(); // this thread's copies of `tile` have landed
+        gpu::sync_threads(); // everyone's have; everyone is done with the stage refilled next
+        // SAFETY: the barrier above freed the stage at `wr` (read in iteration tile − 1).
+        unsafe { gather.issue(tile + STAGES - 1, base + wr) };
+        // SAFETY: table (tile + 3) % 3 was last read for k-tile `tile`'s issue, before the
+        // barrier of iteration tile − 1 (or the prologue's); it is next read after the barrier
+        // of iteration tile + 1.
+        unsafe { gather.write_table(tile + TABLES) };
+        wr = advance(wr);
+
+        let a_s = base + rd;
+        let b_s = a_s + a_bytes;
+        let mut d = 0;
+        while d < kstep {
+            let kk = kg0 + d;
+            let arow = a_s + (kk * BM + wrow0 + 4 * lr) * 4;
+            let brow = b_s + (kk * PB + wcol0 + 4 * lc) * 4;
+            let a_lo = gpu::ld_shared_f32x4(arow);
+            let a_hi = gpu::ld_shared_f32x4(arow + 32 * 4);
+            let b_lo = gpu::ld_shared_f32x4(brow);
+            let b_hi = gpu::ld_shared_f32x4(brow + 16 * 4);
+            let fa = [
+                a_lo[0], a_lo[1], a_lo[2], a_lo[3], a_hi[0], a_hi[1], a_hi[2], a_hi[3],
+            ];
+            let fb = [
+                b_lo[0], b_lo[1], b_lo[2], b_lo[3], b_hi[0], b_hi[1], b_hi[2], b_hi[3],
+            ];
+            crate::unroll!(8, i, {
+                crate::unroll!(8, jj, {
+                    acc[i][jj] = gpu::fma(fa[i], fb[jj], acc[i][jj]);
+                });
+            });
+            d += 1;
+        }
+        rd = advance(rd);
+        tile += 1;
+    }
+    gpu::cp_async_wait::<0>();
+
+    // --- The k-groups' partial tiles, added pairwise through the idle ring. ---
+    let tl = t % tg_threads;
+    let area = BM * BN * 4;
+    let mut half = KG / 2;
+    while half >= 1 {
+        gpu::sync_threads(); // the ring (or the last round's areas) is free
+        if group >= half && group < 2 * half {
+            let at = base + (group - half) * area;
+            crate::unroll!(8, i, {
+                crate::unroll!(8, jj, {
+                    f32::st_shared(at + ((i * 8 + jj) as u32 * tg_threads + tl) * 4, acc[i][jj]);
+                });
+            });
+        }
+        gpu::sync_threads();
+        if group < half {
+            let at = base + group * area;
+            crate::unroll!(8, i, {
+                crate::unroll!(8, jj, {
+                    acc[i][jj] += f32::ld_shared(at + ((i * 8 + jj) as u32 * tg_threads + tl) * 4);
+                });
+            });
+        }
+        half /= 2;
+    }
+    if group != 0 {
+        return;
+    }
+
+    // --- Epilogue (group 0): bias, ReLU, NCHW stores. Lane row i, column j. ---
+    let lane_row = |i: u32| (i / 4) * 32 + 4 * lr + i % 4;
+    let lane_col = |j: u32| (j / 4) * 16 + 4 * lc + j % 4;
+    let mut bj = [0.0f32; 8];
+    crate::unroll!(8, jj, {
+        let col = col0 + wcol0 + lane_col(jj as u32);
+        if !bias.is_null() && col < g.k {
+            bj[jj] = f32::ld_global_nc(bias.add(col as usize));
+        }
+    });
+    let out = |i: usize, jj: usize| activate(acc[i][jj] + bj[jj], relu);
+    let pq_ = g.p * g.q;
+    let vec_y = pq_.is_multiple_of(4) && (y as usize).is_multiple_of(16);
+    crate::unroll!(2, hh, {
+        let m0 = row0 + wrow0 + lane_row(4 * hh as u32);
+        let (b0, pq0) = (m0 / pq_, m0 % pq_);
+        crate::unroll!(8, jj, {
+            let col = col0 + wcol0 + lane_col(jj as u32);
+            if col < g.k {
+                if vec_y && m0 + 3 < rows {
+                    // m0 is a multiple of 4 and P·Q too: the 4 pixels are in one image.
+                    let at = (b0 as u64 * g.k as u64 + col as u64) * pq_ as u64 + pq0 as u64;
+                    let v = [
+                        out(4 * hh, jj).to_bits(),
+                        out(4 * hh + 1, jj).to_bits(),
+                        out(4 * hh + 2, jj).to_bits(),
+                        out(4 * hh + 3, jj).to_bits(),
+                    ];
+                    gpu::st_global_v16(y.add(at as usize) as *mut gpu::Vec16, gpu::Vec16(v));
+                } else {
+                    crate::unroll!(4, e, {
+                        let m = m0 + e as u32;
+                        if m < rows {
+                            let (b, pqm) = (m / pq_, m % pq_);
+                            let at = (b as u64 * g.k as u64 + col as u64) * pq_ as u64 + pqm as u64;
+                            f32::st_global(y.add(at as usize), out(4 * hh + e, jj));
+                        }
+                    });
+                }
+            }
+        });
+    });
+}
