@@ -225,7 +225,16 @@ fn every_conv_kernel_on_small_odd_shapes() {
     let backend = Backend::Gpu(rustile::Gpu::new(0).expect("a GPU"));
     let s = seed();
     let family = conv::FAMILY;
-    let cases = family.cases(&backend, rustile::families::Scale::Quick);
+    // RUSTILE_CONV_KERNELS=a,b limits the run to those kernels (`conv/a`, `conv/b`), so a slow
+    // sanitizer can take the kernels in groups.
+    let only: Option<Vec<String>> = std::env::var("RUSTILE_CONV_KERNELS")
+        .ok()
+        .map(|v| v.split(',').map(|k| format!("conv/{k}")).collect());
+    let cases: Vec<_> = family
+        .cases(&backend, rustile::families::Scale::Quick)
+        .into_iter()
+        .filter(|c| only.as_ref().is_none_or(|o| o.contains(&c.kernel)))
+        .collect();
     assert!(!cases.is_empty());
     let failed: Vec<String> = cases
         .iter()

@@ -220,8 +220,8 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                         continue;
                     }
                 }
-                if dtype == DType::F32 && !a.f32_nhwc {
-                    p = p.with_layout(rustile_kernels::registry::Layout::Nchw);
+                if dtype == DType::F32 && a.f32_nhwc {
+                    p = p.with_layout(rustile_kernels::registry::Layout::Nhwc);
                 }
                 let records: Vec<&'static KernelInfo> = match &a.variants {
                     Some(v) => v.clone(),

@@ -261,10 +261,12 @@ impl SimThread for Thread {
                 site,
             );
         }
-        // With a source size of 0 nothing is read, but the address must still lie in an
-        // allocation (the kernels' contract: they pass the tensor's base).
-        if let Err(e) = self.global_read(src, src_bytes.max(1)) {
-            self.fail(format!("cp.async source: {e}"), site);
+        // With a source size of 0 nothing is read (the hardware ignores the source operand),
+        // so only a copy that reads has its source checked.
+        if src_bytes > 0 {
+            if let Err(e) = self.global_read(src, src_bytes) {
+                self.fail(format!("cp.async source: {e}"), site);
+            }
         }
         let len = self.block().shared.borrow().len();
         if dst as usize + bytes > len {

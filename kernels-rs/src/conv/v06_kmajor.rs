@@ -172,18 +172,25 @@ const TABLE_BYTES: u32 = TABLES * BK * 16;
 /// A row index no input row is: `(OUTSIDE + offset) as u32` is never below `h`.
 const OUTSIDE: i32 = -(1 << 30);
 
-/// `cp.async.ca` of one f32 with a source size (0 or 4): 0 writes a zero without reading.
+/// `cp.async.ca` of one f32, with the source ignored (a zero written, nothing read) unless
+/// `a < a_end` and `b < b_end` (unsigned): the bounds test becomes the copy's `ignore-src`
+/// source size (0 or 4) from one predicate: two compares and the copy.
 ///
 /// # Safety
-/// `dst` 4 bytes of the launch's shared memory, 4-byte aligned; `src` an f32 of global memory
-/// no thread writes, inside an allocation even when `src_bytes` is 0 (callers pass x's base).
+/// `dst` 4 bytes of the launch's shared memory, 4-byte aligned; when both tests pass, `src` an
+/// f32 of global memory no thread writes (otherwise it may be any 4-byte-aligned address).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-unsafe fn cp_async_4_zfill(dst: u32, src: *const f32, src_bytes: u32) {
+unsafe fn cp_async_4_if(dst: u32, src: *const f32, a: u32, a_end: u32, b: u32, b_end: u32) {
     #[cfg(target_arch = "nvptx64")]
     core::arch::asm!(
-        "cp.async.ca.shared.global [{d}], [{s}], 4, {n};",
-        d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+        "{{ .reg .pred ign; .reg .b32 n;",
+        "setp.ge.u32 ign, {a}, {ae};",
+        "setp.ge.or.u32 ign, {b}, {be}, ign;",
+        "selp.b32 n, 0, 4, ign;",
+        "cp.async.ca.shared.global [{d}], [{s}], 4, n; }}",
+        d = in(reg32) dst, s = in(reg64) src,
+        a = in(reg32) a, ae = in(reg32) a_end, b = in(reg32) b, be = in(reg32) b_end,
         options(nostack, preserves_flags)
     );
     #[cfg(not(target_arch = "nvptx64"))]
@@ -191,7 +198,7 @@ unsafe fn cp_async_4_zfill(dst: u32, src: *const f32, src_bytes: u32) {
         dst,
         src as u64,
         4,
-        src_bytes as usize,
+        if a < a_end && b < b_end { 4 } else { 0 },
         core::panic::Location::caller(),
     );
 }
@@ -201,8 +208,6 @@ unsafe fn cp_async_4_zfill(dst: u32, src: *const f32, src_bytes: u32) {
 /// A: pixels `pl + 32e` (`e < BM/32`), slots `sg + NSG·l` (`l < BK/NSG`, `NSG` = warps per
 /// block). B: elements `e = t + THREADS·l`, slot `(e / 512)·8 + e % 8`, channel `(e / 8) % 64`.
 struct Gather<const BM: u32, const KG: u32> {
-    x: *const f32,
-    w: *const f32,
     g: Geom,
     t: u32,
     /// k-tiles in all.
@@ -217,10 +222,9 @@ struct Gather<const BM: u32, const KG: u32> {
     /// `x + (offset of x[n][0][ih0][iw0])` per A pixel (outside x for pixels in the padding:
     /// formed with wrapping arithmetic, only dereferenced at in-image taps).
     px: [*const f32; 4],
-    /// The B rows (output channels `col0 + t/8 + (THREADS/8)·r`) this thread copies, and
-    /// whether each is below `K`.
+    /// The B rows this thread copies: output channels `col0 + t/8 + (THREADS/8)·r`, clamped
+    /// to `K − 1` (columns past `K` compute values the epilogue never stores).
     wrow: [*const f32; 4],
-    wrow_ok: [bool; 4],
     /// Warp 0: `(c, r·S + s)` of slot `lane` in the next table to write.
     sc: u32,
     srs: u32,
@@ -249,8 +253,6 @@ impl<const BM: u32, const KG: u32> Gather<BM, KG> {
         let plane = g.h as i64 * g.w as i64;
         let pl = t % 32;
         let mut s = Gather {
-            x,
-            w,
             g: *g,
             t,
             tiles: g.red().div_ceil(BK),
@@ -260,7 +262,6 @@ impl<const BM: u32, const KG: u32> Gather<BM, KG> {
             iw0: [OUTSIDE; 4],
             px: [x; 4],
             wrow: [w; 4],
-            wrow_ok: [false; 4],
             sc: (t % 32) / taps,
             srs: (t % 32) % taps,
         };
@@ -278,8 +279,7 @@ impl<const BM: u32, const KG: u32> Gather<BM, KG> {
         });
         crate::unroll!(4, r, {
             if (r as u32) < Self::RB {
-                let kk = col0 + t / 8 + (Self::THREADS / 8) * r as u32;
-                s.wrow_ok[r] = kk < g.k;
+                let kk = (col0 + t / 8 + (Self::THREADS / 8) * r as u32).min(g.k - 1);
                 s.wrow[r] = w.wrapping_add(kk as usize * g.red() as usize);
             }
         });
@@ -323,61 +323,69 @@ impl<const BM: u32, const KG: u32> Gather<BM, KG> {
         }
     }
 
-    /// Copies (or zero-fills) this thread's share of k-tile `tile` into the stage at shared
-    /// address `stage` (A, then B), and commits one group (an empty one past the last tile).
+    /// Copies (or zero-fills) this thread's A elements of slot `l` (< `LA`) of k-tile `tile`
+    /// into the stage at shared address `stage`: one slot-table read, `EA` pixels.
     ///
     /// # Safety
-    /// x and w hold the problem's tensors; the stage is `stage_bytes(BM)` of shared memory no
-    /// thread reads until the next barrier.
+    /// x holds the problem's activations; the stage is `stage_bytes(BM)` of shared memory no
+    /// thread reads until the next barrier; the table of `tile` is written and visible.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn issue_a(&self, tile: u32, stage: u32, l: u32) {
+        let g = &self.g;
+        let (pl, sg) = (self.t % 32, self.t / 32);
+        let tab = self.table + (tile % TABLES) * BK * 16;
+        let slot = sg + Self::NSG * l;
+        let [off, dr, ds, _] = gpu::ld_shared_f32x4(tab + slot * 16).map(f32::to_bits);
+        let (dr, ds) = (dr as i32, ds as i32);
+        crate::unroll!(4, e, {
+            if (e as u32) < Self::EA {
+                let (ih, iw) = (self.ih0[e] + dr, self.iw0[e] + ds);
+                let src = self.px[e].wrapping_offset(off as i32 as isize);
+                let dst = stage + (slot * BM + pl + 32 * e as u32) * 4;
+                // SAFETY: `src` is inside x when `ih < H` and `iw < W` (pixel and tap in the
+                // image; a slot past C·R·S has `dr = OUTSIDE`, which fails it); otherwise the
+                // copy reads nothing; `dst` is in the stage.
+                cp_async_4_if(dst, src, ih as u32, g.h, iw as u32, g.w);
+            }
+        });
+    }
+
+    /// Copies (or zero-fills) this thread's B element `l` (< `EB`) of k-tile `tile` into the
+    /// stage at `stage`.
+    ///
+    /// # Safety
+    /// w holds the problem's weights; the stage as for [`Self::issue_a`].
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn issue_b(&self, tile: u32, stage: u32, l: u32) {
+        let r = (l % Self::RB) as usize;
+        let slot = (l / Self::RB) * 8 + self.t % 8;
+        let ch = self.t / 8 + (Self::THREADS / 8) * r as u32;
+        let j = tile * BK + slot;
+        let src = self.wrow[r].wrapping_add(j as usize);
+        let dst = stage + BK * BM * 4 + (slot * PB + ch) * 4;
+        // SAFETY: inside w when `j < C·R·S` (the row is clamped below K); otherwise the copy
+        // reads nothing.
+        cp_async_4_if(dst, src, j, self.g.red(), 0, 1);
+    }
+
+    /// All of this thread's copies of k-tile `tile` (none past the last), then one commit.
+    ///
+    /// # Safety
+    /// As for [`Self::issue_a`] and [`Self::issue_b`].
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     unsafe fn issue(&self, tile: u32, stage: u32) {
         if tile < self.tiles {
-            let g = &self.g;
-            let (pl, sg) = (self.t % 32, self.t / 32);
-            let tab = self.table + (tile % TABLES) * BK * 16;
             crate::unroll!(8, l, {
                 if (l as u32) < Self::LA {
-                    let slot = sg + Self::NSG * l as u32;
-                    let [off, dr, ds, _] = gpu::ld_shared_f32x4(tab + slot * 16).map(f32::to_bits);
-                    let (dr, ds) = (dr as i32, ds as i32);
-                    crate::unroll!(4, e, {
-                        if (e as u32) < Self::EA {
-                            let (ih, iw) = (self.ih0[e] + dr, self.iw0[e] + ds);
-                            let ok = (ih as u32) < g.h && (iw as u32) < g.w;
-                            let src = if ok {
-                                self.px[e].wrapping_offset(off as i32 as isize)
-                            } else {
-                                self.x
-                            };
-                            let dst = stage + (slot * BM + pl + 32 * e as u32) * 4;
-                            // SAFETY: `src` is inside x when `ok` (pixel and tap in the image,
-                            // channel < C: the table's `dr` fails the check otherwise), else
-                            // x's base with size 0; `dst` is in the stage.
-                            cp_async_4_zfill(dst, src, if ok { 4 } else { 0 });
-                        }
-                    });
+                    self.issue_a(tile, stage, l as u32);
                 }
             });
-            let b_s = stage + BK * BM * 4;
-            let red = g.red();
-            let j0 = tile * BK;
             crate::unroll!(16, l, {
                 if (l as u32) < Self::EB {
-                    let r = l % Self::RB as usize;
-                    let slot = (l as u32 / Self::RB) * 8 + self.t % 8;
-                    let ch = self.t / 8 + (Self::THREADS / 8) * r as u32;
-                    let j = j0 + slot;
-                    let ok = self.wrow_ok[r] && j < red;
-                    let src = if ok {
-                        self.wrow[r].wrapping_add(j as usize)
-                    } else {
-                        self.w
-                    };
-                    let dst = b_s + (slot * PB + ch) * 4;
-                    // SAFETY: as for A: inside w when `ok` (row < K, slot < C·R·S), else w's
-                    // base with size 0.
-                    cp_async_4_zfill(dst, src, if ok { 4 } else { 0 });
+                    self.issue_b(tile, stage, l as u32);
                 }
             });
         }
@@ -455,14 +463,9 @@ unsafe fn body<const BM: u32, const KG: u32>(
     while tile < tiles {
         gpu::cp_async_wait::<{ STAGES - 2 }>(); // this thread's copies of `tile` have landed
         gpu::sync_threads(); // everyone's have; everyone is done with the stage refilled next
-        // SAFETY: the barrier above freed the stage at `wr` (read in iteration tile − 1).
+        // SAFETY: the barrier above freed the stage at `wr` (read in iteration tile − 1) and
+        // made table `tile + 2` visible (written in iteration tile − 1 or the prologue).
         unsafe { gather.issue(tile + STAGES - 1, base + wr) };
-        // SAFETY: table (tile + 3) % 3 was last read for k-tile `tile`'s issue, before the
-        // barrier of iteration tile − 1 (or the prologue's); it is next read after the barrier
-        // of iteration tile + 1.
-        unsafe { gather.write_table(tile + TABLES) };
-        wr = advance(wr);
-
         let a_s = base + rd;
         let b_s = a_s + a_bytes;
         let mut d = 0;
@@ -487,6 +490,11 @@ unsafe fn body<const BM: u32, const KG: u32>(
             });
             d += 1;
         }
+        // SAFETY: table (tile + 3) % 3 was last read for k-tile `tile`'s copies, in iteration
+        // tile − 2 (or the prologue), before this iteration's barrier; it is next read after
+        // the barrier of iteration tile + 1.
+        unsafe { gather.write_table(tile + TABLES) };
+        wr = advance(wr);
         rd = advance(rd);
         tile += 1;
     }
