@@ -54,7 +54,7 @@ fn main() {
                 continue;
             }
         };
-        match bench_one(&gpu, name, record, &p, &cfg, seed, true, true) {
+        match bench_one(&gpu, name, record, &p, &cfg, seed, true, true, None) {
             Ok(r) => rows.push(r),
             Err(e) => {
                 eprintln!("rustile conv bench failed on {name}: {e}");

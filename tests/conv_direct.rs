@@ -141,6 +141,24 @@ fn kmajor_configurations_match_float64() {
 }
 
 #[test]
+fn kmajor_picks_its_configuration_per_layer() {
+    // The estimate's picks on the four ResNet-50 3×3 layers at batch 32 on 132 SMs, each
+    // within 4 % of the fastest configuration measured on the H200 (notes/conv-direct.md).
+    let pick = |hw: usize, c: usize| {
+        let pr = p(32, hw, hw, c, c, 3, 1).with_layout(Layout::Nchw);
+        conv::kmajor_config(&pr, 132).name
+    };
+    assert_eq!(pick(56, 64), "kmajor");
+    assert_eq!(pick(28, 128), "kmajor_kg4");
+    assert_eq!(pick(14, 256), "kmajor_m64");
+    assert_eq!(pick(7, 512), "kmajor_kg4");
+    // Only the ladder record resolves; a named configuration runs as itself.
+    let pr = p(32, 7, 7, 512, 512, 3, 1).with_layout(Layout::Nchw);
+    assert_eq!(conv::resolve(record("kmajor"), &pr, 132).name, "kmajor_kg4");
+    assert_eq!(conv::resolve(record("kmajor_m64"), &pr, 132).name, "kmajor_m64");
+}
+
+#[test]
 fn kmajor_has_no_nhwc_instantiation() {
     let pr = p(1, 5, 5, 8, 8, 3, 1);
     let got = conv::validate(&sim(), record("kmajor"), &pr, seed());

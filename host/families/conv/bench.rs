@@ -104,6 +104,7 @@ pub fn bench_one(
     seed: u64,
     with_baselines: bool,
     tma_stores: bool,
+    splits: Option<u32>,
 ) -> Result<Row> {
     p.check()?;
     runnable(Target::gpu(gpu), record, p)?;
@@ -117,7 +118,7 @@ pub fn bench_one(
     let a = bufs.addrs(gpu);
     let prepared = if record.needs.tma {
         let width = super::tma::tuning_width(record);
-        Prepared::Tma(TmaLaunch::with_stores(gpu, p, &a, width, None, tma_stores)?)
+        Prepared::Tma(TmaLaunch::with_stores(gpu, p, &a, width, splits, tma_stores)?)
     } else {
         Prepared::Plan(plan(
             p,

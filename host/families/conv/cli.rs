@@ -112,6 +112,10 @@ pub struct BenchArgs {
     /// The TMA kernel's epilogue stores y directly from the accumulators (no TMA stores)
     #[arg(long)]
     pub direct_stores: bool,
+    /// Split the TMA kernel's reduction into N parts (f32 partial sums, then a fix-up)
+    /// instead of the estimate's choice
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub splits: Option<u32>,
     /// Write conv.md and conv.json here
     #[arg(long, value_name = "DIR", value_parser = writable_dir)]
     pub out: Option<PathBuf>,
@@ -243,6 +247,7 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                         seed,
                         !a.no_baseline,
                         !a.direct_stores,
+                        a.splits,
                     ) {
                         Ok(r) => {
                             eprintln!(

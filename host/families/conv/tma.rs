@@ -84,13 +84,11 @@ pub fn supports(p: &Problem, record: &'static KernelInfo) -> Result<()> {
 /// The most parts split-K cuts a reduction into.
 pub const MAX_SPLITS: u32 = 8;
 
-/// Whether the launcher splits the reduction (split-K). **Off**: on the H200 on 2026-12-01
-/// every split launch (forced 2, 3, 4, 7 ways, and the batch-1 layers the estimate split)
-/// gave wrong sums while the same shapes unsplit passed (`bench-results/2026-12-01-h200-conv/`,
-/// `notes/conv.md`); the fix-up kernel itself passes in the simulator. Until the split path is
-/// found and re-validated on a GPU, every launch is one whole reduction, and a forced split is
-/// an [`Error::Unsupported`].
-pub const SPLIT_K_ENABLED: bool = false;
+/// Whether the launcher splits the reduction (split-K). It was off from the first H200 run,
+/// where every split launch gave wrong sums: the kernel's epilogue wrote split launches'
+/// partial sums to y instead of the f32 workspace (`conv::v05_wgmma`'s `finish`, fixed in the
+/// second session). With it off, a forced split is an [`Error::Unsupported`].
+pub const SPLIT_K_ENABLED: bool = true;
 
 /// Estimated time of `p` at tile width `rec` and `splits` parts on `sms` SMs, in units of one
 /// column of one k-tile: whole waves of tiles, each `k-tiles / splits` k-tiles of

@@ -310,7 +310,7 @@ mod device {
         }
     }
 
-    impl<T: Width, O: TcOut> WsKernel for WsConv<T, O> {
+    impl<T: Width, O: TcOut<Store = u16>> WsKernel for WsConv<T, O> {
         const STAGES: u32 = stages(T::BN);
         const STAGE_BYTES: u32 = stage_bytes(T::BN);
         const CONSUMERS: u32 = 2;
@@ -393,16 +393,52 @@ mod device {
         }
 
         #[inline(always)]
-        unsafe fn finish(&self, acc: &mut T::Acc, (tm, tn): (u32, u32), half: u32) {
+        unsafe fn finish(&self, acc: &mut T::Acc, (tv, tn): (u32, u32), half: u32) {
+            let (split, tm) = self.split_of(tv);
             let tid = gpu::thread_idx_x();
             let (warp, lane) = ((tid / 32) % 4, tid % 32);
             let (g, q) = (lane / 4, lane % 4);
-            T::store(
-                acc,
-                &self.epi,
-                tm * BM + half * 64 + warp * 16 + g,
-                tn * T::BN + 2 * q,
-            );
+            let (row, col) = (tm * BM + half * 64 + warp * 16 + g, tn * T::BN + 2 * q);
+            if self.splits > 1 {
+                // Split `split`'s f32 partial sums, at `ws + split · rows · kout`.
+                let part = Epilogue {
+                    c: self
+                        .part
+                        .c
+                        .add(split as usize * self.part.m as usize * self.part.n as usize),
+                    ..self.part
+                };
+                T::store(acc, &part, row, col);
+            } else if !self.map_y.is_null() {
+                // Through this consumer's staging tile and TMA stores: once its previous
+                // store has read the tile, every thread writes its fragments (ReLU, rounded,
+                // 128-byte swizzle), the warpgroup syncs, and one thread stores the 64 × BN
+                // tile as 64 × 64 boxes (TMA clips rows and columns past the output).
+                let staging = self.staging + half * (64 * T::BN * 2);
+                let leader = tid % 128 == 0;
+                if leader {
+                    hopper::bulk_wait_group_read::<0>();
+                }
+                hopper::named_barrier_sync(1 + half, 128);
+                T::stage::<O>(acc, staging, self.relu, warp * 16 + g, q);
+                hopper::fence_proxy_async_shared();
+                hopper::named_barrier_sync(1 + half, 128);
+                if leader {
+                    let mut bx = 0;
+                    while bx < T::BN / 64 {
+                        hopper::tma_store_2d(
+                            self.map_y,
+                            (tn * T::BN + 64 * bx) as i32,
+                            (tm * BM + half * 64) as i32,
+                            staging + bx * 8192,
+                        );
+                        bx += 1;
+                    }
+                    hopper::bulk_commit_group();
+                }
+            } else {
+                T::store(acc, &self.epi, row, col);
+            }
         }
 
         #[inline(always)]
