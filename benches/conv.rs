@@ -54,7 +54,17 @@ fn main() {
                 continue;
             }
         };
-        match bench_one(&gpu, name, record, &p, &cfg, seed, true, true, None) {
+        match bench_one(
+            &gpu,
+            name,
+            record,
+            &p,
+            &cfg,
+            seed,
+            true,
+            rustile::families::conv::tma::TMA_STORES,
+            None,
+        ) {
             Ok(r) => rows.push(r),
             Err(e) => {
                 eprintln!("rustile conv bench failed on {name}: {e}");

@@ -243,8 +243,14 @@ fn every_conv_kernel_on_small_odd_shapes() {
         .into_iter()
         .filter(|c| only.as_ref().is_none_or(|o| o.contains(&c.kernel)))
         .filter(|c| {
-            let layout = if c.shape.contains("nchw") { "nchw" } else { "nhwc" };
-            let n = per_kernel.entry(format!("{} {layout}", c.kernel)).or_default();
+            let layout = if c.shape.contains("nchw") {
+                "nchw"
+            } else {
+                "nhwc"
+            };
+            let n = per_kernel
+                .entry(format!("{} {layout}", c.kernel))
+                .or_default();
             *n += 1;
             *n <= max
         })

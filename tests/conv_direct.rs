@@ -155,7 +155,10 @@ fn kmajor_picks_its_configuration_per_layer() {
     // Only the ladder record resolves; a named configuration runs as itself.
     let pr = p(32, 7, 7, 512, 512, 3, 1).with_layout(Layout::Nchw);
     assert_eq!(conv::resolve(record("kmajor"), &pr, 132).name, "kmajor_kg4");
-    assert_eq!(conv::resolve(record("kmajor_m64"), &pr, 132).name, "kmajor_m64");
+    assert_eq!(
+        conv::resolve(record("kmajor_m64"), &pr, 132).name,
+        "kmajor_m64"
+    );
 }
 
 #[test]

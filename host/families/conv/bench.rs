@@ -118,7 +118,9 @@ pub fn bench_one(
     let a = bufs.addrs(gpu);
     let prepared = if record.needs.tma {
         let width = super::tma::tuning_width(record);
-        Prepared::Tma(TmaLaunch::with_stores(gpu, p, &a, width, splits, tma_stores)?)
+        Prepared::Tma(TmaLaunch::with_stores(
+            gpu, p, &a, width, splits, tma_stores,
+        )?)
     } else {
         Prepared::Plan(plan(
             p,
@@ -130,7 +132,7 @@ pub fn bench_one(
         Prepared::Tma(t) if t.splits > 1 => {
             format!("{} split {}", kernel_label(t.record), t.splits)
         }
-        Prepared::Tma(t) if !t.tma_store => format!("{} direct", kernel_label(t.record)),
+        Prepared::Tma(t) if t.tma_store => format!("{} tma-store", kernel_label(t.record)),
         Prepared::Tma(t) => kernel_label(t.record),
         Prepared::Plan(pl) => kernel_label(pl.kernel),
     };

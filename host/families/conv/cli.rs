@@ -109,9 +109,10 @@ pub struct BenchArgs {
     /// Without the cuDNN baseline
     #[arg(long)]
     pub no_baseline: bool,
-    /// The TMA kernel's epilogue stores y directly from the accumulators (no TMA stores)
+    /// The TMA kernel's epilogue stores y through a staging tile and TMA stores (the default
+    /// stores it directly from the accumulators)
     #[arg(long)]
-    pub direct_stores: bool,
+    pub tma_stores: bool,
     /// Split the TMA kernel's reduction into N parts (f32 partial sums, then a fix-up)
     /// instead of the estimate's choice
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -246,7 +247,7 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                         &cfg,
                         seed,
                         !a.no_baseline,
-                        !a.direct_stores,
+                        a.tma_stores,
                         a.splits,
                     ) {
                         Ok(r) => {

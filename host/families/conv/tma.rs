@@ -81,6 +81,12 @@ pub fn supports(p: &Problem, record: &'static KernelInfo) -> Result<()> {
     Ok(())
 }
 
+/// Whether launches store y through the staging tile and TMA by default. Off: on the H200
+/// (2026-12-01, run 5 against run 4) the TMA-store epilogue was 5–10 % slower on the 3×3 layers
+/// (e.g. 7² × 512: 246.5 against 272.3 TFLOP/s) and mixed on the 1×1 ones; `rustile conv bench
+/// --tma-stores` measures it.
+pub const TMA_STORES: bool = false;
+
 /// The most parts split-K cuts a reduction into.
 pub const MAX_SPLITS: u32 = 8;
 
@@ -168,7 +174,7 @@ impl TmaLaunch {
         width: Option<&'static KernelInfo>,
         splits: Option<u32>,
     ) -> Result<Self> {
-        Self::with_stores(gpu, p, a, width, splits, true)
+        Self::with_stores(gpu, p, a, width, splits, TMA_STORES)
     }
 
     /// [`TmaLaunch::new`], with the epilogue's TMA stores allowed (`tma_stores`; they need K
