@@ -185,11 +185,15 @@ impl CudnnConv {
         };
         self.fused = pick(Op::Fused)?;
         self.conv_only = pick(Op::ConvOnly)?;
-        // Keep only the workspace the two chosen need.
-        let need = self.fused.workspace.max(self.conv_only.workspace);
-        if need < most {
-            self.workspace = None;
-            self.workspace = self.alloc_workspace(gpu, need)?;
+        // The timed calls get the workspace the search ran with: cuDNN may pick a different
+        // kernel for the same algorithm when it is given less. RUSTILE_CUDNN_SHRINK_WS=1 keeps
+        // only what the two chosen algorithms report needing (the first session's behaviour).
+        if std::env::var_os("RUSTILE_CUDNN_SHRINK_WS").is_some_and(|v| v == "1") {
+            let need = self.fused.workspace.max(self.conv_only.workspace);
+            if need < most {
+                self.workspace = None;
+                self.workspace = self.alloc_workspace(gpu, need)?;
+            }
         }
         Ok(())
     }
