@@ -168,12 +168,12 @@ pub fn conv2d<T: DeviceElem>(
         // keep them ordered on this stream until the launch is enqueued.
         unsafe { cv::tma::launch(gpu, stream, p, record, &a, None)? };
     } else {
-        let plan = cv::plan(p, cv::resolve(record, p, gpu.info().sm_count), &a)?;
+        let plan = cv::plan(p, record, &a)?;
         // SAFETY: as above.
         unsafe { plan.launch_on(gpu, stream)? };
     }
     Ok(Launched {
         family: rustile_kernels::conv::FAMILY,
-        variant: cv::resolve(record, p, gpu.info().sm_count).name,
+        variant: record.name,
     })
 }

@@ -122,11 +122,7 @@ pub fn bench_one(
             gpu, p, &a, width, splits, tma_stores,
         )?)
     } else {
-        Prepared::Plan(plan(
-            p,
-            super::dispatch::resolve(record, p, gpu.info().sm_count),
-            &a,
-        )?)
+        Prepared::Plan(plan(p, record, &a)?)
     };
     let kernel = match &prepared {
         Prepared::Tma(t) if t.splits > 1 => {

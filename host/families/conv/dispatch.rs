@@ -1,7 +1,7 @@
 //! Which kernels can run a problem on a back end, and which one the dispatcher picks.
 
 use rustile_kernels::conv::v06_kmajor as kmajor;
-use rustile_kernels::registry::{self, KernelInfo, Launch, Role};
+use rustile_kernels::registry::{self, KernelInfo, Role};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -85,69 +85,10 @@ pub fn runnable(target: Target, record: &'static KernelInfo, p: &Problem) -> Res
     Ok(())
 }
 
-/// Whether `record` is one of the `kmajor` configurations.
+/// Whether `record` is the `kmajor` step.
 pub fn is_kmajor(record: &'static KernelInfo) -> bool {
     // By name: a `const` record has no single address across crates.
-    record.family == kmajor::INFO.family && kmajor::CONFIGS.iter().any(|c| c.name == record.name)
-}
-
-/// Relative FMA issue rate of an SM running `warps` warps of a `kmajor` kernel (1 at 16).
-/// A model (predictions in notes/conv-direct.md): the 8×8-per-lane loop needs ~4 warps per
-/// scheduler to hide shared-memory latency and the barriers.
-fn issue_rate(warps: u32) -> f64 {
-    match warps {
-        0 => 0.0,
-        1..=4 => 0.35 * warps as f64 / 4.0,
-        5..=8 => 0.35 + 0.30 * (warps - 4) as f64 / 4.0,
-        9..=16 => 0.65 + 0.35 * (warps - 8) as f64 / 8.0,
-        _ => 1.0,
-    }
-}
-
-/// Estimated time of `p` with `kmajor` configuration `rec` on `sms` SMs (units: one 64-row
-/// block tile at the full rate): the busiest SM's blocks, in rounds of as many as fit.
-fn kmajor_estimate(p: &Problem, rec: &'static KernelInfo, sms: u32) -> Option<f64> {
-    let Launch::Tiles { tile: (bm, bn), .. } = rec.launch else {
-        return None;
-    };
-    let (m, n, _) = p.gemm_dims().ok()?;
-    let tiles = (m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64);
-    let per_sm = tiles.div_ceil(sms.max(1) as u64);
-    let kg = rec.block.0 / (32 * kmajor::group_warps(bm));
-    let cap = kmajor::blocks_per_sm(bm, kg).max(1) as u64;
-    let warps = rec.block.0 / 32;
-    let size = bm as f64 / 64.0;
-    let (full, rem) = (per_sm / cap, per_sm % cap);
-    let mut t = full as f64 * cap as f64 * size / issue_rate(cap as u32 * warps);
-    if rem > 0 {
-        t += rem as f64 * size / issue_rate(rem as u32 * warps);
-    }
-    Some(t)
-}
-
-/// The `kmajor` configuration that runs `p` on `sms` SMs: the least estimated time (ties to
-/// the earlier of [`kmajor::CONFIGS`]).
-pub fn kmajor_config(p: &Problem, sms: u32) -> &'static KernelInfo {
-    let mut best: Option<(f64, &'static KernelInfo)> = None;
-    for &rec in kmajor::CONFIGS.iter() {
-        if let Some(t) = kmajor_estimate(p, rec, sms) {
-            if best.is_none_or(|(bt, _)| t < bt * 0.97) {
-                best = Some((t, rec));
-            }
-        }
-    }
-    best.map_or(&kmajor::INFO, |(_, r)| r)
-}
-
-/// The record that runs when `record` is asked for on `sms` SMs: the ladder's `kmajor` step
-/// picks its configuration ([`kmajor_config`]); every other record (the named `kmajor_*`
-/// configurations too) runs as itself.
-pub fn resolve(record: &'static KernelInfo, p: &Problem, sms: u32) -> &'static KernelInfo {
-    if record.family == kmajor::INFO.family && record.name == kmajor::INFO.name {
-        kmajor_config(p, sms)
-    } else {
-        record
-    }
+    record.family == kmajor::INFO.family && record.name == kmajor::INFO.name
 }
 
 /// The family's ladder steps, most preferred last (registry order).

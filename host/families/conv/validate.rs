@@ -113,11 +113,7 @@ pub fn output_split(
             unsafe { super::tma::launch(gpu, gpu.stream(), p, record, &a, splits)? }
         }
         _ => {
-            let sms = match backend {
-                Backend::Gpu(gpu) => gpu.info().sm_count,
-                _ => 132,
-            };
-            let plan = plan(p, super::dispatch::resolve(record, p, sms), &a)?;
+            let plan = plan(p, record, &a)?;
             // SAFETY: as above.
             unsafe { plan.run(backend)? }
         }

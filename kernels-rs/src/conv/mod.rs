@@ -43,9 +43,6 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,
     &combine::INFO,
-    &v06_kmajor::INFO_M64,
-    &v06_kmajor::INFO_KG4,
-    &v06_kmajor::INFO_M64_KG4,
 ];
 
 pub mod combine;
