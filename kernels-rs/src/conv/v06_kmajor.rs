@@ -71,68 +71,35 @@ pub const fn blocks_per_sm(bm: u32, kg: u32) -> u32 {
     65536 / (threads(bm, kg) * 128)
 }
 
-macro_rules! config {
-    ($info:ident, $name:literal, $bm:literal, $kg:literal, $sym:ident, $about:literal) => {
-        /// Registry record of one configuration.
-        pub const $info: KernelInfo = KernelInfo {
-            family: super::FAMILY,
-            name: $name,
-            role: crate::registry::Role::Ladder,
-            block: (threads($bm, $kg), 1, 1),
-            launch: Launch::Tiles {
-                tile: ($bm, BN),
-                halo_rows: 0,
-            },
-            shared_bytes_f32: shared_bytes($bm, $kg),
-            symbols: $sym::SYMBOLS,
-            about: $about,
-            bounds: Some((threads($bm, $kg), blocks_per_sm($bm, $kg))),
-            ..KernelInfo::BASE
-        };
+/// Block tile rows of the registered kernel.
+pub const TILE_ROWS: u32 = 64;
+/// K-groups of the registered kernel.
+pub const K_GROUPS: u32 = 4;
 
-        #[doc = concat!("Entry point of `", $name, "`.")]
-        pub mod $sym {
-            #[allow(clippy::too_many_arguments)]
-            #[inline(always)]
-            unsafe fn conv_kmajor(
-                x: *const f32,
-                w: *const f32,
-                bias: *const f32,
-                y: *mut f32,
-                n: u32,
-                h: u32,
-                w_: u32,
-                c: u32,
-                k: u32,
-                rs: u32,
-                pq: u32,
-                stride: u32,
-                pad: u32,
-                dil: u32,
-                relu: u32,
-            ) {
-                super::body::<$bm, $kg>(
-                    x, w, bias, y, n, h, w_, c, k, rs, pq, stride, pad, dil, relu,
-                )
-            }
+/// Registry entry.
+pub const INFO: KernelInfo = KernelInfo {
+    family: super::FAMILY,
+    name: "kmajor",
+    block: (threads(TILE_ROWS, K_GROUPS), 1, 1),
+    launch: Launch::Tiles {
+        tile: (TILE_ROWS, BN),
+        halo_rows: 0,
+    },
+    shared_bytes_f32: shared_bytes(TILE_ROWS, K_GROUPS),
+    symbols: SYMBOLS,
+    about: "k-major A and B, 64x64x32 tiles, 8x8 per lane, 4 k-groups, <= 128 registers: 2 blocks/SM",
+    bounds: Some((
+        threads(TILE_ROWS, K_GROUPS),
+        blocks_per_sm(TILE_ROWS, K_GROUPS),
+    )),
+    ..KernelInfo::BASE
+};
 
-            crate::entry_points! {
-                pub const SYMBOLS;
-                fn conv_kmajor(x: *const f32, w: *const f32, bias: *const f32, y: *mut f32, n: u32, h: u32, w_: u32, c: u32, k: u32, rs: u32, pq: u32, stride: u32, pad: u32, dil: u32, relu: u32);
-                $sym => (F32, F32, Nchw) [];
-            }
-        }
-    };
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn body(x: *const f32, w: *const f32, bias: *const f32, y: *mut f32, n: u32, h: u32, w_: u32, c: u32, k: u32, rs: u32, pq: u32, stride: u32, pad: u32, dil: u32, relu: u32);
+    conv_kmajor_f32_nchw => (F32, F32, Nchw) [; BM: u32 = TILE_ROWS, KG: u32 = K_GROUPS];
 }
-
-config!(
-    INFO,
-    "kmajor",
-    64,
-    4,
-    conv_kmajor_f32_nchw,
-    "k-major A and B, 64x64x32 tiles, 8x8 per lane, 4 k-groups, <= 128 registers: 2 blocks/SM"
-);
 
 /// Slot tables in flight (written 3 k-tiles ahead, read 2 ahead).
 const TABLES: u32 = 3;
