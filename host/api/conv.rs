@@ -166,7 +166,7 @@ pub fn conv2d<T: DeviceElem>(
     if record.needs.tma {
         // SAFETY: every buffer was checked to hold the problem's lengths above; the guards
         // keep them ordered on this stream until the launch is enqueued.
-        unsafe { cv::tma::launch(gpu, stream, p, record, &a, None)? };
+        unsafe { cv::tma::launch(gpu, stream, p, record, &a, cv::tma::Reduce::Auto)? };
     } else {
         let plan = cv::plan(p, record, &a)?;
         // SAFETY: as above.

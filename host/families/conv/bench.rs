@@ -104,7 +104,7 @@ pub fn bench_one(
     seed: u64,
     with_baselines: bool,
     tma_stores: bool,
-    splits: Option<u32>,
+    reduce: super::tma::Reduce,
 ) -> Result<Row> {
     p.check()?;
     runnable(Target::gpu(gpu), record, p)?;
@@ -119,12 +119,13 @@ pub fn bench_one(
     let prepared = if record.needs.tma {
         let width = super::tma::tuning_width(record);
         Prepared::Tma(TmaLaunch::with_stores(
-            gpu, p, &a, width, splits, tma_stores,
+            gpu, p, &a, width, reduce, tma_stores,
         )?)
     } else {
         Prepared::Plan(plan(p, record, &a)?)
     };
     let kernel = match &prepared {
+        Prepared::Tma(t) if t.stream_k => format!("{} stream-K", kernel_label(t.record)),
         Prepared::Tma(t) if t.splits > 1 => {
             format!("{} split {}", kernel_label(t.record), t.splits)
         }

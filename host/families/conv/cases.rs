@@ -2,6 +2,7 @@
 //! stride 2 with odd H, padding 0 and "same", dilation 2, C and K off every tile, 1×1 to 7×7
 //! filters, batch 1, no bias, no ReLU), sized to the back end.
 
+use super::tma::Reduce;
 use rustile_kernels::registry::{DType, KernelInfo, Layout};
 
 use crate::backend::Backend;
@@ -95,7 +96,40 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                     e.dtype,
                     format!("{} split {splits}", p.label()),
                     move |b: &Backend, seed| {
-                        validate_split(b, record, &p, seed, Some(splits)).map(|_| ())
+                        validate_split(b, record, &p, seed, Reduce::Split(splits)).map(|_| ())
+                    },
+                ));
+            }
+        }
+    }
+    // Stream-K, forced (the 64- and 128-wide tiles): tiles cut across two or more blocks, a
+    // block holding several tiles' segments, one k-tile per tile, bias on and off, K off the
+    // tile width, and shapes with fewer k-iterations than SMs (fewer blocks).
+    let tile_bn = match record.launch {
+        rustile_kernels::registry::Launch::Persistent { tile: (_, bn) } => bn,
+        _ => 0,
+    };
+    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 {
+        for e in record.symbols {
+            for (n, hw, c, k, rs, bias) in [
+                (2, 9, 24, 40, 3, true),
+                (1, 7, 512, 200, 3, true),
+                (4, 14, 256, 256, 3, false),
+                (8, 7, 512, 512, 3, true),
+                (3, 11, 64, 72, 1, true),
+                (32, 7, 512, 512, 3, true),
+            ] {
+                let p =
+                    Problem::new(n, hw, hw, c, k, rs, rs / 2, e.dtype).with_epilogue(bias, bias);
+                if runnable(Target::of(backend), record, &p).is_err() {
+                    continue;
+                }
+                out.push(Case::new(
+                    kernel_label(record),
+                    e.dtype,
+                    format!("{} stream-K", p.label()),
+                    move |b: &Backend, seed| {
+                        validate_split(b, record, &p, seed, Reduce::StreamK).map(|_| ())
                     },
                 ));
             }

@@ -1,6 +1,7 @@
 //! `rustile conv validate | bench`: the family's own command line, attached to `rustile` by
 //! [`crate::families::Family::command`], parsed (bad values exit 2) before anything runs.
 
+use super::tma::Reduce;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -115,8 +116,12 @@ pub struct BenchArgs {
     pub tma_stores: bool,
     /// Split the TMA kernel's reduction into N parts (f32 partial sums, then a fix-up)
     /// instead of the estimate's choice
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), conflicts_with = "stream_k")]
     pub splits: Option<u32>,
+    /// Stream-K for the TMA kernel (64- and 128-wide tiles), instead of the estimate's choice
+    /// (`--splits 1`: whole tiles)
+    #[arg(long)]
+    pub stream_k: bool,
     /// Write conv.md and conv.json here
     #[arg(long, value_name = "DIR", value_parser = writable_dir)]
     pub out: Option<PathBuf>,
@@ -216,6 +221,11 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
         mode: L2Mode::Flush,
     };
     let seed = a.seed.get();
+    let reduce = match (a.stream_k, a.splits) {
+        (true, _) => Reduce::StreamK,
+        (false, Some(s)) => Reduce::Split(s),
+        (false, None) => Reduce::Auto,
+    };
     let mut rows: Vec<Row> = Vec::new();
     for &batch in &a.batch {
         for &dtype in &a.types {
@@ -248,7 +258,7 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
                         seed,
                         !a.no_baseline,
                         a.tma_stores,
-                        a.splits,
+                        reduce,
                     ) {
                         Ok(r) => {
                             eprintln!(

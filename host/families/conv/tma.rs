@@ -5,7 +5,7 @@
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use rustile_kernels::conv::v05_wgmma::{self as v05, BM, GROUP_M, WIDTHS};
 use rustile_kernels::conv::{combine, pack};
-use rustile_kernels::gpu::sched::TileGrid;
+use rustile_kernels::gpu::sched::{StreamK, TileGrid};
 use rustile_kernels::registry::{DType, KernelInfo, Launch, Layout};
 
 use crate::check::prepare_symbol;
@@ -96,6 +96,25 @@ pub const MAX_SPLITS: u32 = 8;
 /// second session). With it off, a forced split is an [`Error::Unsupported`].
 pub const SPLIT_K_ENABLED: bool = true;
 
+/// Whether [`choose`] may pick stream-K (`Reduce::StreamK`: one contiguous range of the
+/// launch's k-iterations per SM, cut tiles finished in the kernel; see `tc::ws::run_stream_k`).
+/// Off: on the H200 (2026-12-01, `bench-results/2026-12-01-h200-conv-3`) forced stream-K was
+/// slower than whole tiles on every 3×3 layer at batch 32 (e.g. 7² × 512: 222.9 against 272.5
+/// TFLOP/s), so only `--stream-k` (and the validation cases) run it.
+pub const STREAM_K_ENABLED: bool = false;
+
+/// How the TMA kernel's reduction over C·R·S is shared out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reduce {
+    /// The estimate's choice ([`choose`]).
+    #[default]
+    Auto,
+    /// Split-K into this many parts (1: whole tiles), f32 partial sums and a fix-up kernel.
+    Split(u32),
+    /// Stream-K over one persistent wave (the 64- and 128-wide tiles).
+    StreamK,
+}
+
 /// Estimated time of `p` at tile width `rec` and `splits` parts on `sms` SMs, in units of one
 /// column of one k-tile: whole waves of tiles, each `k-tiles / splits` k-tiles of
 /// `BN / efficiency` plus its epilogue (the output tile's stores, ~3 k-tile columns per column
@@ -119,14 +138,38 @@ fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> O
     Some(waves * bn as f64 * (kt / splits as f64 / eff + store) + fixup)
 }
 
+/// [`estimate`] for stream-K: every SM computes `tiles · k-tiles / sms` k-tiles, stores about
+/// `tiles / sms + 1` tiles, and a cut tile's finishing block reads the later segments' f32
+/// partial sums one after another (`sms / tiles` of them, each about as costly as storing a
+/// tile twice). `None` where the kernel has no stream-K (the 256-wide tile) or the iterations
+/// overflow its 32-bit walk.
+fn estimate_stream_k(p: &Problem, rec: &KernelInfo, eff: f64, sms: u64) -> Option<f64> {
+    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
+        return None;
+    };
+    if bn > 128 {
+        return None;
+    }
+    let (m, n, _) = p.gemm_dims().ok()?;
+    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as f64;
+    let tiles = (m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64);
+    if tiles as f64 * kt >= u32::MAX as f64 {
+        return None;
+    }
+    let per_sm = tiles as f64 * kt / sms as f64;
+    let stores = tiles as f64 / sms as f64 + 1.0;
+    let readers = (sms as f64 / tiles as f64).ceil();
+    Some(bn as f64 * (per_sm / eff + 3.0 * stores + 6.0 * readers))
+}
+
 /// The tile width (a record of [`WIDTHS`]) and split-K parts for `p` on `sms` SMs: the pair
 /// with the least estimated time (wider tiles reuse each A load over more output
 /// channels; splitting fills the SMs when there are few tiles).
-pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, u32)> {
+pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
     let sms = sms.max(1) as u64;
     let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
     let (m, n, _) = p.gemm_dims()?;
-    let mut best: Option<(f64, &'static KernelInfo, u32)> = None;
+    let mut best: Option<(f64, &'static KernelInfo, Reduce)> = None;
     for (rec, eff) in WIDTHS.iter().zip([0.72, 0.9, 1.0]) {
         let max_splits = if SPLIT_K_ENABLED {
             MAX_SPLITS.min(kt.max(1))
@@ -142,11 +185,20 @@ pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, u32)> {
                 continue;
             };
             if best.is_none_or(|(bt, _, _)| t < bt * 0.97) {
-                best = Some((t, rec, splits));
+                best = Some((t, rec, Reduce::Split(splits)));
+            }
+        }
+        if STREAM_K_ENABLED {
+            if let Some(t) = estimate_stream_k(p, rec, eff, sms) {
+                if best.is_none_or(|(bt, _, _)| t < bt * 0.9) {
+                    best = Some((t, rec, Reduce::StreamK));
+                }
             }
         }
     }
-    Ok(best.map(|(_, r, s)| (r, s)).unwrap_or((&v05::INFO, 1)))
+    Ok(best
+        .map(|(_, r, s)| (r, s))
+        .unwrap_or((&v05::INFO, Reduce::Split(1))))
 }
 
 /// A prepared TMA launch: the tensor maps in device memory, the split-K scratch and the
@@ -156,25 +208,28 @@ pub struct TmaLaunch {
     pub record: &'static KernelInfo,
     /// Split-K parts (1: none).
     pub splits: u32,
+    /// Stream-K (then `splits` is 1).
+    pub stream_k: bool,
     /// Whether the epilogue stores through TMA.
     pub tma_store: bool,
     maps: CudaSlice<u8>,
     scratch: Option<CudaSlice<f32>>,
     grid: u32,
-    args: [u32; 12],
+    args: [u32; 13],
 }
 
 impl TmaLaunch {
     /// Builds the maps for `p` with buffers at `a` (`width`: a record of [`WIDTHS`], or
-    /// `None` for [`choose`]; `splits`: forced split-K parts, or `None` for [`choose`]).
+    /// `None` for [`choose`]; `reduce`: forced split-K parts or stream-K, or [`Reduce::Auto`]
+    /// for [`choose`]).
     pub fn new(
         gpu: &Gpu,
         p: &Problem,
         a: &Addrs,
         width: Option<&'static KernelInfo>,
-        splits: Option<u32>,
+        reduce: Reduce,
     ) -> Result<Self> {
-        Self::with_stores(gpu, p, a, width, splits, TMA_STORES)
+        Self::with_stores(gpu, p, a, width, reduce, TMA_STORES)
     }
 
     /// [`TmaLaunch::new`], with the epilogue's TMA stores allowed (`tma_stores`; they need K
@@ -185,10 +240,10 @@ impl TmaLaunch {
         p: &Problem,
         a: &Addrs,
         width: Option<&'static KernelInfo>,
-        splits: Option<u32>,
+        reduce: Reduce,
         tma_stores: bool,
     ) -> Result<Self> {
-        let (auto_rec, auto_splits) = choose(p, gpu.info().sm_count)?;
+        let (auto_rec, auto_reduce) = choose(p, gpu.info().sm_count)?;
         let record = width.unwrap_or(auto_rec);
         supports(p, record)?;
         let Launch::Persistent { tile: (_, bn) } = record.launch else {
@@ -200,6 +255,23 @@ impl TmaLaunch {
         let (pp, qq) = p.out_hw()?;
         let (m, _, _) = p.gemm_dims()?;
         let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
+        // The estimate's reduction is for its own width; a pinned width gets whole tiles.
+        let reduce = match reduce {
+            Reduce::Auto if width.is_none() => auto_reduce,
+            Reduce::Auto => Reduce::Split(1),
+            r => r,
+        };
+        let stream_k = reduce == Reduce::StreamK;
+        if stream_k && bn > 128 {
+            return Err(Error::Unsupported {
+                kernel: kernel_label(record),
+                what: "stream-K needs a tile at most 128 wide (the 256-wide tile's accumulators leave no registers for it)".into(),
+            });
+        }
+        let splits = match reduce {
+            Reduce::StreamK | Reduce::Auto => None,
+            Reduce::Split(s) => Some(s),
+        };
         let splits = match splits {
             Some(s) if s == 0 || s > kt || s > MAX_SPLITS => {
                 return Err(Error::InvalidArgument {
@@ -216,7 +288,6 @@ impl TmaLaunch {
                 })
             }
             Some(s) => s,
-            None if width.is_none() => auto_splits,
             None => 1,
         };
         let scratch_len = if splits > 1 {
@@ -256,11 +327,6 @@ impl TmaLaunch {
                 (64, 64),
             )?);
         }
-        let maps = upload_maps(gpu, &list)?;
-        let scratch = match scratch_len {
-            0 => None,
-            n => Some(gpu.alloc::<f32>(n, "conv split-K partials")?),
-        };
         let tiles = TileGrid::new(
             m.div_ceil(BM as usize) as u32 * splits * BM,
             p.k as u32,
@@ -268,7 +334,41 @@ impl TmaLaunch {
             bn,
             GROUP_M,
         );
-        let grid = tiles.persistent_grid(gpu.info().sm_count);
+        let sms = gpu.info().sm_count;
+        let grid = if stream_k {
+            if tiles.tiles() as u64 * kt as u64 >= u32::MAX as u64 {
+                return Err(Error::TooLarge {
+                    kernel: kernel_label(record),
+                    what: format!(
+                        "stream-K over {} tiles of {kt} k-tiles (the walk counts in 32 bits)",
+                        tiles.tiles()
+                    ),
+                });
+            }
+            StreamK::grid(tiles.tiles(), kt, sms)
+        } else {
+            tiles.persistent_grid(sms)
+        };
+        let maps = upload_maps(gpu, &list)?;
+        let scratch = if stream_k {
+            // A slot of 2 · 64 · BN floats per block, then 2 flags per block, zeroed (the
+            // kernel leaves them zero).
+            let n = grid as usize * 2 * (64 * bn as usize + 1);
+            let mut z = gpu.alloc::<f32>(n, "conv stream-K partials and flags")?;
+            gpu.stream()
+                .memset_zeros(&mut z)
+                .during(|| "zeroing the stream-K flags".to_string())?;
+            // The launch may go to another stream: the zeros land first.
+            gpu.stream()
+                .synchronize()
+                .during(|| "zeroing the stream-K flags".to_string())?;
+            Some(z)
+        } else {
+            match scratch_len {
+                0 => None,
+                n => Some(gpu.alloc::<f32>(n, "conv split-K partials")?),
+            }
+        };
         let u = |v: usize| v as u32;
         let args = [
             u(m),
@@ -283,10 +383,12 @@ impl TmaLaunch {
             GROUP_M,
             splits,
             tma_store as u32,
+            stream_k as u32,
         ];
         Ok(Self {
             record,
             splits,
+            stream_k,
             tma_store,
             maps,
             scratch,
@@ -317,7 +419,7 @@ impl TmaLaunch {
             Some(s) => cudarc::driver::DevicePtr::device_ptr(s, stream).0,
             None => 0,
         };
-        let [rows, kout, _, _, _, _, _, _, relu, _, splits, _] = self.args;
+        let [rows, kout, _, _, _, _, _, _, relu, _, splits, _, _] = self.args;
         let mut b = stream.launch_builder(&f);
         b.arg(&maps).arg(&a.y).arg(&a.bias).arg(&ws);
         for v in &self.args {
@@ -357,8 +459,7 @@ pub fn tuning_width(record: &'static KernelInfo) -> Option<&'static KernelInfo> 
 }
 
 /// Builds the maps and launches the TMA kernel `record` on `p` (a tuning width record runs at
-/// that width; the ladder record at the chosen one), with `splits` split-K parts (`None`: the
-/// chosen number).
+/// that width; the ladder record at the chosen one), its reduction shared out as `reduce`.
 /// The maps' buffer is freed after the launch in stream order.
 ///
 /// # Safety
@@ -369,10 +470,10 @@ pub unsafe fn launch(
     p: &Problem,
     record: &'static KernelInfo,
     a: &Addrs,
-    splits: Option<u32>,
+    reduce: Reduce,
 ) -> Result<()> {
     let width = tuning_width(record);
-    let l = TmaLaunch::new(gpu, p, a, width, splits)?;
+    let l = TmaLaunch::new(gpu, p, a, width, reduce)?;
     // SAFETY: the caller's contract.
     unsafe { l.enqueue(gpu, stream, p, a) }
 }

@@ -7,6 +7,7 @@ use rustile_kernels::registry::{DType, KernelInfo};
 use crate::backend::{Backend, Buf};
 use crate::error::Result;
 
+use super::tma::Reduce;
 use super::*;
 
 /// Result of one validated case.
@@ -78,17 +79,17 @@ pub fn output(
     p: &Problem,
     x: &Inputs,
 ) -> Result<Vec<f32>> {
-    output_split(backend, record, p, x, None)
+    output_split(backend, record, p, x, Reduce::Auto)
 }
 
-/// [`output`] with the TMA kernel's split-K parts forced to `splits` (`None`: its choice;
-/// other kernels ignore it).
+/// [`output`] with the TMA kernel's reduction shared out as `reduce` (split-K parts or
+/// stream-K forced, or [`Reduce::Auto`]: its choice; other kernels ignore it).
 pub fn output_split(
     backend: &Backend,
     record: &'static KernelInfo,
     p: &Problem,
     x: &Inputs,
-    splits: Option<u32>,
+    reduce: Reduce,
 ) -> Result<Vec<f32>> {
     p.check()?;
     runnable(Target::of(backend), record, p)?;
@@ -110,7 +111,7 @@ pub fn output_split(
         Backend::Gpu(gpu) if record.needs.tma => {
             // SAFETY: the buffers hold the problem's lengths (uploaded above from `p.lens()`)
             // and live until the download below, which waits for the kernel.
-            unsafe { super::tma::launch(gpu, gpu.stream(), p, record, &a, splits)? }
+            unsafe { super::tma::launch(gpu, gpu.stream(), p, record, &a, reduce)? }
         }
         _ => {
             let plan = plan(p, record, &a)?;
@@ -128,19 +129,19 @@ pub fn validate(
     p: &Problem,
     seed: u64,
 ) -> Result<Checked> {
-    validate_split(backend, record, p, seed, None)
+    validate_split(backend, record, p, seed, Reduce::Auto)
 }
 
-/// [`validate()`] with the TMA kernel's split-K parts forced (see [`output_split`]).
+/// [`validate()`] with the TMA kernel's reduction forced (see [`output_split`]).
 pub fn validate_split(
     backend: &Backend,
     record: &'static KernelInfo,
     p: &Problem,
     seed: u64,
-    splits: Option<u32>,
+    reduce: Reduce,
 ) -> Result<Checked> {
     let x = Inputs::random(p, seed)?;
-    let got = output_split(backend, record, p, &x, splits)?;
+    let got = output_split(backend, record, p, &x, reduce)?;
     let which = elements_to_check(p, seed)?;
     let (compared, worst) = compare(p, &kernel_label(record), &x, &got, &which)?;
     Ok(Checked {

@@ -414,7 +414,7 @@ mod device {
         }
 
         #[inline(always)]
-        unsafe fn begin(&self, acc: &mut Acc<ON>, at: u32, tile: (u32, u32), c: u32) {
+        unsafe fn begin(&self, acc: &mut Acc<ON>, at: u32, tile: (u32, u32), c: u32, _kb: u32) {
             acc.q = at + c * 64 * 128;
             acc.rows = self.q0(tile) + 64 * c;
             acc.kt0 = self.k_range(tile).0;

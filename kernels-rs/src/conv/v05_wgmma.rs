@@ -79,7 +79,7 @@ macro_rules! wgmma_record {
      $f16:ident, $bf16:ident) => {
         crate::entry_points! {
             pub const $syms;
-            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, ws: *mut f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32, splits: u32, tma_store: u32);
+            sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, ws: *mut f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32, splits: u32, tma_store: u32, stream_k: u32);
             $f16 => (F16, F16, Nhwc) [T = device::$w16, O = crate::tc::OutF16];
             $bf16 => (Bf16, Bf16, Nhwc) [T = device::$wb16, O = crate::tc::OutBf16];
         }
@@ -169,13 +169,19 @@ mod device {
         /// warpgroup's staging tile at `staging` (64 rows, boxes of 64 columns, 128-byte
         /// swizzle): rows `rr` and `rr + 8`, column `2q + 8j`.
         unsafe fn stage<O: TcOut<Store = u16>>(acc: &Self::Acc, staging: u32, relu: u32, rr: u32, q: u32);
+        /// Stores the accumulators as f32 partial sums at `slot` (a consumer's slot: element
+        /// `i` of thread `t` of the warpgroup at `4·(128·(i/4) + t) + i % 4`, 16-byte stores
+        /// the warp writes contiguously), bypassing L1.
+        unsafe fn store_partial(acc: &Self::Acc, slot: *mut f32, t: u32);
+        /// Adds the partial sums [`Width::store_partial`] left at `slot` (read from L2).
+        unsafe fn add_partial(acc: &mut Self::Acc, slot: *const f32, t: u32);
         /// Starts the accumulators at the bias of their columns (`col0 + 8j + {0, 1}`; 0 past
         /// `n` or when `bias` is null), so the epilogue adds nothing.
         unsafe fn init(acc: &mut Self::Acc, bias: *const f32, col0: u32, n: u32);
     }
 
     macro_rules! width {
-        ($t:ident, $bn:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt) => {
+        ($t:ident, $bn:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt, $n32:tt) => {
             pub struct $t;
             impl Width for $t {
                 const BN: u32 = $bn;
@@ -197,6 +203,24 @@ mod device {
                     col0: u32,
                 ) {
                     // Fully unrolled: an indexed accumulator would move the array to local memory.
+                    if epi.chunks_aligned() {
+                        // 16-byte chunks: quads of n8 fragments, rows `row` and `row + 8`.
+                        let q = (col0 % 8) / 2;
+                        let base = col0 - 2 * q;
+                        crate::unroll!($n32, g4, {
+                            crate::unroll!(2, h, {
+                                let o = 16 * g4 + 2 * h;
+                                let d = [
+                                    [acc[o], acc[o + 1]],
+                                    [acc[o + 4], acc[o + 5]],
+                                    [acc[o + 8], acc[o + 9]],
+                                    [acc[o + 12], acc[o + 13]],
+                                ];
+                                epi.store_row_x4(row + 8 * h as u32, base + 32 * g4 as u32, q, d);
+                            });
+                        });
+                        return;
+                    }
                     crate::unroll!($n8, j, {
                         let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
                         epi.store_frag(row, col0 + 8 * j as u32, d);
@@ -219,6 +243,23 @@ mod device {
                     });
                 }
                 #[inline(always)]
+                unsafe fn store_partial(acc: &[f32; $regs], slot: *mut f32, t: u32) {
+                    crate::unroll!($n8, j, {
+                        let v = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+                        hopper::st_global_cg_f32x4(slot.add(4 * (128 * j + t as usize)), v);
+                    });
+                }
+                #[inline(always)]
+                unsafe fn add_partial(acc: &mut [f32; $regs], slot: *const f32, t: u32) {
+                    crate::unroll!($n8, j, {
+                        let v = hopper::ld_global_cg_f32x4(slot.add(4 * (128 * j + t as usize)));
+                        acc[4 * j] += v[0];
+                        acc[4 * j + 1] += v[1];
+                        acc[4 * j + 2] += v[2];
+                        acc[4 * j + 3] += v[3];
+                    });
+                }
+                #[inline(always)]
                 unsafe fn init(acc: &mut [f32; $regs], bias: *const f32, col0: u32, n: u32) {
                     use crate::gpu::Elem;
                     crate::unroll!($n8, j, {
@@ -234,19 +275,36 @@ mod device {
             }
         };
     }
-    width!(N64F16, 64, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8);
-    width!(N64Bf16, 64, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8);
-    width!(N128F16, 128, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16);
-    width!(N128Bf16, 128, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16);
-    width!(N256F16, 256, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32);
+    width!(N64F16, 64, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
+    width!(N64Bf16, 64, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
+    width!(N128F16, 128, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
+    width!(N128Bf16, 128, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
+    width!(N256F16, 256, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32, 8);
     width!(
         N256Bf16,
         256,
         128,
         wgmma_m64n256k16_bf16,
         wgmma_wait_128,
-        32
+        32,
+        8
     );
+
+    /// The producer's position: grid tile row `tv`, the k-tile `kt` it loads next (from the
+    /// tile's first), that k-tile's channel chunk, tap `(r, s)`, and the tile's first output
+    /// pixel as input coordinates `(n0, h0, w0)` of tap (0, 0).
+    #[derive(Clone, Copy, Default)]
+    struct ProducerAt {
+        tv: u32,
+        kt: u32,
+        chunk: u32,
+        tap: u32,
+        r: u32,
+        s: u32,
+        n0: i32,
+        h0: i32,
+        w0: i32,
+    }
 
     /// The convolution as hooks on the warp-specialized driver.
     struct WsConv<T, O: TcOut> {
@@ -283,6 +341,14 @@ mod device {
         staging: u32,
         /// Split `s` stores its f32 partial sums at `ws + s · rows · kout` (split-K only).
         part: Epilogue<crate::tc::OutF32>,
+        /// Stream-K: block `b`'s consumer `c` leaves its partial sums at `ws + (2b + c) ·
+        /// 128 · BN/2`; the flags follow the slots (null: no stream-K).
+        slots: *mut f32,
+        flags: *mut u32,
+        /// Where the producer is: its next k-tile's coordinates, advanced without division
+        /// (the single producer thread issues every load; a k-loop of divisions made it the
+        /// bottleneck of the 64-wide tile).
+        at: core::cell::Cell<ProducerAt>,
         _t: core::marker::PhantomData<T>,
     }
 
@@ -330,35 +396,73 @@ mod device {
         }
 
         #[inline(always)]
-        unsafe fn begin(&self, acc: &mut T::Acc, _at: u32, (tv, tn): (u32, u32), half: u32) {
+        unsafe fn begin(
+            &self,
+            acc: &mut T::Acc,
+            _at: u32,
+            (tv, tn): (u32, u32),
+            half: u32,
+            kb: u32,
+        ) {
             let (split, tm) = self.split_of(tv);
             let (_, col0) = self.origin(tm, tn, half);
-            // Split-K: the fix-up adds the bias once, after the partial sums.
-            let bias = if self.splits == 1 { self.bias } else { core::ptr::null() };
+            // Split-K: the fix-up adds the bias once, after the partial sums; stream-K: the
+            // tile's first segment (which finishes it) starts at the bias.
+            let bias = if self.splits == 1 && kb == 0 {
+                self.bias
+            } else {
+                core::ptr::null()
+            };
             let _ = split;
             T::init(acc, bias, col0, self.epi.n);
         }
 
         #[inline(always)]
         unsafe fn produce(&self, stage: u32, full: u32, (tv, tn): (u32, u32), kt: u32) {
-            let (split, tm) = self.split_of(tv);
-            let kt = self.k_start(split) + kt;
-            let tap = kt / self.c_chunks;
-            let c0 = ((kt - tap * self.c_chunks) * BK) as i32;
-            let r = tap / self.s;
-            let s = tap - r * self.s;
-            // The tile's first output pixel, as input coordinates of tap (0, 0).
-            let m0 = tm * BM;
-            let n0 = m0 / self.pq;
-            let rem = m0 - n0 * self.pq;
-            let p0 = rem / self.q;
-            let q0 = rem - p0 * self.q;
-            let h0 = (p0 * self.stride_h) as i32 - self.pad_h as i32;
-            let w0 = (q0 * self.stride_w) as i32 - self.pad_w as i32;
+            let mut at = self.at.get();
+            if at.tv != tv || at.kt != kt {
+                // A new tile (or a jump): the divisions, once.
+                let (split, tm) = self.split_of(tv);
+                // The tile's first output pixel, as input coordinates of tap (0, 0).
+                let m0 = tm * BM;
+                let n0 = m0 / self.pq;
+                let rem = m0 - n0 * self.pq;
+                let p0 = rem / self.q;
+                let q0 = rem - p0 * self.q;
+                let k = self.k_start(split) + kt;
+                let tap = k / self.c_chunks;
+                let r = tap / self.s;
+                at = ProducerAt {
+                    tv,
+                    kt,
+                    chunk: k - tap * self.c_chunks,
+                    tap,
+                    r,
+                    s: tap - r * self.s,
+                    n0: n0 as i32,
+                    h0: (p0 * self.stride_h) as i32 - self.pad_h as i32,
+                    w0: (q0 * self.stride_w) as i32 - self.pad_w as i32,
+                };
+            }
+            let ProducerAt { n0, h0, w0, chunk, tap, r, s, .. } = at;
+            let c0 = (chunk * BK) as i32;
+            // The next k-tile of this tile: the next channel chunk, then the next tap.
+            at.kt = kt + 1;
+            at.chunk += 1;
+            if at.chunk == self.c_chunks {
+                at.chunk = 0;
+                at.tap += 1;
+                at.s += 1;
+                if at.s == self.s {
+                    at.s = 0;
+                    at.r += 1;
+                }
+            }
+            self.at.set(at);
             hopper::tma_load_im2col_4d(
                 stage,
                 self.map_x,
-                [c0, w0, h0, n0 as i32],
+                [c0, w0, h0, n0],
                 [(s * self.dil_w) as u16, (r * self.dil_h) as u16],
                 full,
             );
@@ -442,6 +546,23 @@ mod device {
         }
 
         #[inline(always)]
+        fn flags(&self) -> *mut u32 {
+            self.flags
+        }
+
+        #[inline(always)]
+        unsafe fn store_partial(&self, acc: &T::Acc, block: u32, half: u32) {
+            let slot = self.slots.add(((2 * block + half) * 64 * T::BN) as usize);
+            T::store_partial(acc, slot, gpu::thread_idx_x() % 128);
+        }
+
+        #[inline(always)]
+        unsafe fn add_partial(&self, acc: &mut T::Acc, block: u32, half: u32) {
+            let slot = self.slots.add(((2 * block + half) * 64 * T::BN) as usize);
+            T::add_partial(acc, slot, gpu::thread_idx_x() % 128);
+        }
+
+        #[inline(always)]
         unsafe fn consumer_done(&self, _acc: &mut T::Acc, _half: u32) {
             if !self.map_y.is_null() && gpu::thread_idx_x() % 128 == 0 {
                 // Every TMA store has finished before the block (and its shared memory) ends.
@@ -461,7 +582,9 @@ mod device {
     /// ≥ 1 parts of the reduction (≤ its k-tiles): with more than one, each part writes f32
     /// partial sums to `ws` (`splits · rows · kout` floats) and [`super::combine`] finishes y;
     /// `tma_store` non-zero (whole reductions only): y's tensor map is at byte 256 of `maps`
-    /// and the epilogue stores through it.
+    /// and the epilogue stores through it; `stream_k` non-zero (with `splits` = 1): stream-K
+    /// over the launch's blocks ([`ws::run_stream_k`]), `ws` holding `grid · 2 · 64 · BN` floats
+    /// of partial-sum slots and then `grid · 2` zeroed `u32` flags (left zero).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn conv_wgmma<T: Width, O: TcOut<Store = u16>>(
@@ -481,6 +604,7 @@ mod device {
         group: u32,
         splits: u32,
         tma_store: u32,
+        stream_k: u32,
     ) {
         let (p, q) = unpack(pq);
         let (stride_h, stride_w) = unpack(stride);
@@ -527,10 +651,26 @@ mod device {
                 bias: core::ptr::null(),
                 relu: 0,
             },
+            at: core::cell::Cell::new(ProducerAt {
+                tv: u32::MAX,
+                ..ProducerAt::default()
+            }),
+            slots: if stream_k != 0 { ws } else { core::ptr::null_mut() },
+            flags: if stream_k != 0 {
+                ws.add((gpu::grid_dim_x() * 64 * T::BN) as usize * 2) as *mut u32
+            } else {
+                core::ptr::null_mut()
+            },
             _t: core::marker::PhantomData,
         };
         // Split-major rows: grid tile row `s · m_tiles + tm` is split `s` of row tile `tm`.
         let grid = TileGrid::new(rows.div_ceil(BM) * splits * BM, kout, BM, T::BN, group);
-        ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
+        // Stream-K for the 64- and 128-wide tiles (the 256-wide one's 128 accumulators leave
+        // no registers for the fix-up).
+        if T::BN <= 128 && stream_k != 0 {
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
+        } else {
+            ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
+        }
     }
 }

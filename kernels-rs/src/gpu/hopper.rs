@@ -369,3 +369,87 @@ pub fn warpgroup_index() -> u32 {
     }
     w
 }
+
+// --- Flags between blocks (stream-K) ---
+
+/// `ld.acquire.gpu.global.u32`: reads a flag another block releases; the reads after it see
+/// what that block wrote before its release.
+///
+/// # Safety
+/// `p` is a valid, aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn ld_acquire_gpu(p: *const u32) -> u32 {
+    let v: u32;
+    core::arch::asm!(
+        "ld.acquire.gpu.global.u32 {v}, [{p}];",
+        v = out(reg32) v, p = in(reg64) p,
+        options(nostack, preserves_flags)
+    );
+    v
+}
+
+/// `st.release.gpu.global.u32`: publishes a flag; every write this thread made (and, after a
+/// barrier, its block's: release is cumulative) is visible to a block that acquires it.
+///
+/// # Safety
+/// `p` is a valid, aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn st_release_gpu(p: *mut u32, v: u32) {
+    core::arch::asm!(
+        "st.release.gpu.global.u32 [{p}], {v};",
+        p = in(reg64) p, v = in(reg32) v,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `st.relaxed.gpu.global.u32`: resets a flag that no other thread reads until the next launch.
+///
+/// # Safety
+/// `p` is a valid, aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn st_relaxed_gpu(p: *mut u32, v: u32) {
+    core::arch::asm!(
+        "st.relaxed.gpu.global.u32 [{p}], {v};",
+        p = in(reg64) p, v = in(reg32) v,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// `fence.acq_rel.gpu`: orders this thread's earlier memory operations (and, cumulatively, those
+/// its block barrier made visible to it) before its later ones, at GPU scope.
+#[inline(always)]
+pub fn fence_acq_rel_gpu() {
+    // SAFETY: a fence; no operands.
+    unsafe { core::arch::asm!("fence.acq_rel.gpu;", options(nostack, preserves_flags)) }
+}
+
+/// Stores four f32 at L2 (`st.global.cg.v4.f32`, bypassing L1): a partial sum another block
+/// reads in this launch.
+///
+/// # Safety
+/// `p` 16-byte aligned, 16 writable bytes of global memory.
+#[inline(always)]
+pub unsafe fn st_global_cg_f32x4(p: *mut f32, v: [f32; 4]) {
+    core::arch::asm!(
+        "st.global.cg.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};",
+        p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+        options(nostack, preserves_flags)
+    );
+}
+
+/// Loads four f32 from L2 (`ld.global.cg.v4.f32`, not L1, which is not coherent): a partial
+/// sum another block wrote in this launch (after [`ld_acquire_gpu`] of its flag).
+///
+/// # Safety
+/// `p` 16-byte aligned, 16 readable bytes of global memory.
+#[inline(always)]
+pub unsafe fn ld_global_cg_f32x4(p: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    core::arch::asm!(
+        "ld.global.cg.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+        a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+        p = in(reg64) p,
+        options(nostack, preserves_flags)
+    );
+    [a, b, c, d]
+}

@@ -128,8 +128,110 @@ impl Iterator for Persistent {
     }
 }
 
+/// Stream-K: the `tiles × k_tiles` k-iterations of a launch, cut into `blocks` near-equal
+/// contiguous ranges, one per block (Osama et al., "Stream-K", PPoPP 2023). A block's range
+/// crosses tile boundaries: it ends part-way into a tile (whose first k-iterations it computes,
+/// last in its walk), may hold whole tiles, and starts part-way into another (whose last
+/// k-iterations it computes first). A tile's first segment's block finishes the tile; the later
+/// segments' blocks, whose segment comes first in their walks, leave partial sums for it. So
+/// every wait is for work its producer did first, and no block waits on a block that waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamK {
+    /// Output tiles.
+    pub tiles: u32,
+    /// k-iterations per tile (≥ 1).
+    pub k_tiles: u32,
+    /// Blocks (≥ 1, at most `tiles · k_tiles`).
+    pub blocks: u32,
+}
+
+/// A block's share of one tile in a [`StreamK`] walk: k-iterations `kb..ke` of tile `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// The tile (linear index, for [`TileGrid::tile`]).
+    pub t: u32,
+    /// First k-iteration.
+    pub kb: u32,
+    /// One past the last.
+    pub ke: u32,
+}
+
+impl StreamK {
+    /// The launch's blocks for `tiles × k_tiles` iterations on `sm_count` SMs: one per SM, fewer
+    /// if there are fewer iterations, never zero.
+    #[inline(always)]
+    pub const fn grid(tiles: u32, k_tiles: u32, sm_count: u32) -> u32 {
+        let total = tiles as u64 * k_tiles as u64;
+        let g = if total < sm_count as u64 {
+            total as u32
+        } else {
+            sm_count
+        };
+        if g == 0 {
+            1
+        } else {
+            g
+        }
+    }
+
+    /// The first k-iteration (over the whole launch) of block `b`'s range; `start(blocks)` is
+    /// the total. The first `total % blocks` ranges are one longer. 32-bit arithmetic: the
+    /// launcher keeps `tiles · k_tiles` below 2³² (one division, no 64-bit one in the
+    /// producer's 40 registers).
+    #[inline(always)]
+    pub const fn start(&self, b: u32) -> u32 {
+        let total = self.tiles * self.k_tiles;
+        let (q, r) = (total / self.blocks, total % self.blocks);
+        b * q + if b < r { b } else { r }
+    }
+
+    /// Block `b`'s segments, in walk order.
+    #[inline(always)]
+    pub const fn segments(&self, b: u32) -> Segments {
+        Segments {
+            next: self.start(b),
+            end: self.start(b + 1),
+            k_tiles: self.k_tiles,
+        }
+    }
+}
+
+/// A block's walk over its [`StreamK`] range ([`StreamK::segments`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Segments {
+    next: u32,
+    end: u32,
+    k_tiles: u32,
+}
+
+impl Iterator for Segments {
+    type Item = Segment;
+    #[inline(always)]
+    fn next(&mut self) -> Option<Segment> {
+        if self.next >= self.end {
+            return None;
+        }
+        let k = self.k_tiles;
+        let t = self.next / k;
+        let first = t * k;
+        let stop = if self.end - first < k {
+            self.end
+        } else {
+            first + k
+        };
+        let s = Segment {
+            t,
+            kb: self.next - first,
+            ke: stop - first,
+        };
+        self.next = stop;
+        Some(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
 
     #[test]
@@ -159,5 +261,38 @@ mod tests {
             .sum();
         assert_eq!(total as u32, grid.tiles());
         assert_eq!(persistent_grid(0, 132), 1);
+    }
+
+    #[test]
+    fn stream_k_covers_every_iteration_once_and_finishers_wait_on_earlier_work() {
+        for (tiles, k, blocks) in [
+            (104, 72, 132),
+            (1, 1, 1),
+            (5, 3, 7),
+            (7, 9, 4),
+            (3, 1, 3),
+            (13, 64, 132),
+        ] {
+            let sk = StreamK {
+                tiles,
+                k_tiles: k,
+                blocks,
+            };
+            let mut seen = std::vec![0u32; (tiles * k) as usize];
+            for b in 0..blocks {
+                let segs: std::vec::Vec<Segment> = sk.segments(b).collect();
+                for (i, s) in segs.iter().enumerate() {
+                    assert!(s.kb < s.ke && s.ke <= k && s.t < tiles);
+                    // Only the first segment of a walk starts inside a tile, only the last ends
+                    // inside one.
+                    assert!(s.kb == 0 || i == 0);
+                    assert!(s.ke == k || i + 1 == segs.len());
+                    for j in s.kb..s.ke {
+                        seen[(s.t * k + j) as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1), "{tiles} {k} {blocks}");
+        }
     }
 }

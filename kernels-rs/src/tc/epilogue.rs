@@ -1,5 +1,10 @@
 //! The tensor-core epilogue: `out = act(α·acc + β·C + bias[col])`, converted to the output type
-//! and stored in pairs (two adjacent columns of one row: the `mma`/`wgmma` fragment layout).
+//! and stored in pairs (two adjacent columns of one row: the `mma`/`wgmma` fragment layout), or,
+//! for 16-bit outputs whose rows are 16-byte aligned, as 16-byte chunks: the four lanes of a quad
+//! exchange four pairs each ([`Epilogue::store_row_x4`]) so that every lane stores eight
+//! consecutive columns. A pair store writes half a 32-byte sector per row and lane quad, so an
+//! output-heavy tile costs twice the L2 sector writes (and eight requests per warp store); the
+//! chunk store writes whole sectors.
 
 use super::TcOut;
 use crate::gpu::{self, Elem};
@@ -74,6 +79,64 @@ impl<O: TcOut> Epilogue<O> {
         }
         if col + 1 < self.n {
             O::Store::st_global(at.add(1), self.finish(at.add(1), col + 1, v1));
+        }
+    }
+
+    /// Whether rows can be stored in 16-byte chunks of eight columns ([`Epilogue::store_row_x4`]):
+    /// 16-bit outputs, `n` and `ldc` multiples of 8, the base 16-byte aligned.
+    #[inline(always)]
+    pub fn chunks_aligned(&self) -> bool {
+        O::Store::BYTES == 2
+            && self.n.is_multiple_of(8)
+            && self.ldc.is_multiple_of(8)
+            && (self.c as usize).is_multiple_of(16)
+    }
+
+    /// Stores row `row` of four consecutive `n8` fragments of a lane quad as one 16-byte chunk
+    /// per lane. `d[k]` is this lane's pair at columns `col8 + 8k + 2q, +1` (`q` = lane % 4, the
+    /// fragment layout); after a 4 × 4 transpose across the quad (two butterfly rounds of two
+    /// shuffles) lane `q` holds columns `col8 + 8q .. col8 + 8q + 8` and stores them if inside
+    /// C. Warp-collective: every lane of the warp calls it together (rows past `m` included).
+    ///
+    /// # Safety
+    /// [`Epilogue::chunks_aligned`]; `c` covers `m` rows of `ldc` elements, `bias` (if not
+    /// null) `n` floats; `col8` a multiple of 8.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn store_row_x4(&self, row: u32, col8: u32, q: u32, d: [[f32; 2]; 4]) {
+        let inside = row < self.m;
+        let mut w = [0u32; 4];
+        crate::unroll!(4, k, {
+            let col = col8 + 8 * k as u32 + 2 * q;
+            if inside && col < self.n {
+                let at = self.c.add(row as usize * self.ldc as usize + col as usize);
+                let lo = self.finish(at, col, d[k][0]).to_bits64() as u32;
+                let hi = self.finish(at.add(1), col + 1, d[k][1]).to_bits64() as u32;
+                w[k] = lo | hi << 16;
+            }
+        });
+        // Round 1 (lanes q, q ^ 2): swap the off-diagonal 2 × 2 blocks.
+        let upper = q & 2 != 0;
+        let (s0, s1) = if upper { (w[0], w[1]) } else { (w[2], w[3]) };
+        let (r0, r1) = (gpu::shfl_xor(s0, 2), gpu::shfl_xor(s1, 2));
+        if upper {
+            (w[0], w[1]) = (r0, r1);
+        } else {
+            (w[2], w[3]) = (r0, r1);
+        }
+        // Round 2 (lanes q, q ^ 1): transpose inside each 2 × 2 block.
+        let odd = q & 1 != 0;
+        let (s0, s1) = if odd { (w[0], w[2]) } else { (w[1], w[3]) };
+        let (r0, r1) = (gpu::shfl_xor(s0, 1), gpu::shfl_xor(s1, 1));
+        if odd {
+            (w[0], w[2]) = (r0, r1);
+        } else {
+            (w[1], w[3]) = (r0, r1);
+        }
+        let col = col8 + 8 * q;
+        if inside && col < self.n {
+            let at = self.c.add(row as usize * self.ldc as usize + col as usize);
+            gpu::st_global_v16(at as *mut gpu::Vec16, gpu::Vec16(w));
         }
     }
 

@@ -208,6 +208,28 @@ pub unsafe fn store<O: TcOut, const BM_: u32, const BN_: u32, const WM: u32, con
     let (warp, lane) = (t / 32, t % 32);
     let (wm, wn) = (warp / WN, warp % WN);
     let (g, tq) = (lane / 4, lane % 4);
+    if nj.is_multiple_of(4) && epi.chunks_aligned() {
+        // 16-byte chunks: quads of n8 fragments, rows `row` and `row + 8`.
+        crate::unroll!(4, i, {
+            crate::unroll!(2, j4, {
+                if (i as u32) < mi && (j4 as u32) < nj / 4 {
+                    crate::unroll!(2, h, {
+                        let o = 32 * i + 16 * j4 + 2 * h;
+                        let row = m0 + wm * wtm + 16 * i as u32 + 8 * h as u32 + g;
+                        let col8 = n0 + wn * wtn + 32 * j4 as u32;
+                        let d = [
+                            [acc[o], acc[o + 1]],
+                            [acc[o + 4], acc[o + 5]],
+                            [acc[o + 8], acc[o + 9]],
+                            [acc[o + 12], acc[o + 13]],
+                        ];
+                        epi.store_row_x4(row, col8, tq, d);
+                    });
+                }
+            });
+        });
+        return;
+    }
     crate::unroll!(4, i, {
         crate::unroll!(8, j, {
             if (i as u32) < mi && (j as u32) < nj {

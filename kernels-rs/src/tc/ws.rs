@@ -17,13 +17,21 @@
 //! causal attention skips the key tiles above the diagonal); a tile with none goes to
 //! `finish_empty`.
 //!
+//! Stream-K ([`run_stream_k`]): instead of whole tiles, each block walks one contiguous range of
+//! the launch's `tiles × k_tiles` k-iterations ([`StreamK`]). A segment that does not start at
+//! a tile's first k-tile leaves its accumulators as partial sums (`store_partial`) and
+//! releases a flag; the block holding the tile's first segment, which reaches it last in its
+//! walk, acquires the later segments' flags in order, adds their sums (`add_partial`) and
+//! finishes the tile. Every block must be resident at once (a persistent grid of at most one
+//! block per SM): a finishing block waits for blocks after it.
+//!
 //! Release protocol: `consume(kt)` may leave its reads of stage `kt` in flight (asynchronous
 //! `wgmma`), but must have retired those of stage `kt − 1`; the driver then releases stage
 //! `kt − 1`. After a tile's last k-tile, `drain` retires everything and the driver releases the
 //! last stage before `finish`, so the producer can refill it during the epilogue.
 
 use crate::gpu::ring::{RingCursor, TmaRing};
-use crate::gpu::sched::TileGrid;
+use crate::gpu::sched::{StreamK, TileGrid};
 use crate::gpu::{self, hopper};
 
 /// A warp-specialized kernel's hooks. Hooks run on every thread of a consumer warpgroup (the
@@ -59,13 +67,44 @@ pub trait WsKernel {
     #[inline(always)]
     unsafe fn produce_tile(&self, _at: u32, _full: u32, _tile: (u32, u32)) {}
 
-    /// Consumer: a tile with k-tiles starts; its per-tile operand (if any) has landed at `at`.
-    /// Reset the per-tile state here.
+    /// Consumer: a tile with k-tiles starts at k-tile `kb` (0 unless stream-K cut the tile); its
+    /// per-tile operand (if any) has landed at `at`. Reset the per-tile state here.
     ///
     /// # Safety
     /// Before the tile's first `consume`.
     #[inline(always)]
-    unsafe fn begin(&self, _acc: &mut Self::Acc, _at: u32, _tile: (u32, u32), _consumer: u32) {}
+    unsafe fn begin(
+        &self,
+        _acc: &mut Self::Acc,
+        _at: u32,
+        _tile: (u32, u32),
+        _consumer: u32,
+        _kb: u32,
+    ) {
+    }
+
+    /// Stream-K: the flags, one per block and consumer (`block · CONSUMERS + consumer`), zero
+    /// at launch and left zero.
+    #[inline(always)]
+    fn flags(&self) -> *mut u32 {
+        core::ptr::null_mut()
+    }
+
+    /// Stream-K consumer: store this thread's accumulators as block `block`'s partial sums (in
+    /// register order: the finishing block's same thread adds them back).
+    ///
+    /// # Safety
+    /// After `drain`; only [`run_stream_k`] calls it.
+    #[inline(always)]
+    unsafe fn store_partial(&self, _acc: &Self::Acc, _block: u32, _consumer: u32) {}
+
+    /// Stream-K consumer: add block `block`'s partial sums (stored by [`WsKernel::store_partial`]
+    /// and released) to this thread's accumulators.
+    ///
+    /// # Safety
+    /// After the flag's acquire; only [`run_stream_k`] calls it.
+    #[inline(always)]
+    unsafe fn add_partial(&self, _acc: &mut Self::Acc, _block: u32, _consumer: u32) {}
 
     /// Consumer: after its last tile (e.g. to balance named-barrier arrivals).
     ///
@@ -80,15 +119,17 @@ pub trait WsKernel {
     /// Called by thread 0 only.
     unsafe fn prefetch(&self) {}
 
-    /// Producer thread: issue the TMA loads of k-tile `kt` of output tile `tile` into the slot
+    /// Producer thread: issue the TMA loads of k-tile `kt` (counted from the tile's first) of
+    /// output tile `tile` into the slot
     /// at `stage`, completing `full` with exactly `STAGE_BYTES`.
     ///
     /// # Safety
     /// The slot is free; `full` expects the bytes.
     unsafe fn produce(&self, stage: u32, full: u32, tile: (u32, u32), kt: u32);
 
-    /// Consumer `consumer` (0-based): compute k-tile `kt` of the current tile from the slot at
-    /// `stage`; retire the reads of stage `kt − 1` before returning.
+    /// Consumer `consumer` (0-based): compute k-tile `kt` (counted from the tile's first) of
+    /// the current tile from the slot at `stage`; retire the reads of the previous stage before
+    /// returning.
     ///
     /// # Safety
     /// The slot is full.
@@ -186,7 +227,7 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
         } else {
             0
         };
-        k.begin(&mut acc, at, tile, consumer);
+        k.begin(&mut acc, at, tile, consumer, 0);
         let mut kt = 0;
         while kt < k_tiles {
             ring.wait_full(c);
@@ -211,4 +252,157 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
         k.finish(&mut acc, tile, consumer);
     }
     k.consumer_done(&mut acc, consumer);
+}
+
+/// [`run`] with stream-K: the launch's `grid.tiles() · k_tiles` k-iterations in one contiguous
+/// range per block ([`StreamK`]); `k_tiles_of` is not consulted (every tile has `k_tiles`). The
+/// same loops as [`run`] over segments instead of tiles (kept apart so that `run`'s kernels
+/// compile exactly as before), plus [`stream_k_fixup`] before each `finish`.
+///
+/// # Safety
+/// As for [`run`]; the grid is at most [`StreamK::grid`] blocks and at most one per SM (all
+/// resident at once); [`WsKernel::flags`] holds `grid · CONSUMERS` zeros and the partial-sum
+/// hooks address a slot per block and consumer.
+#[inline(always)]
+pub unsafe fn run_stream_k<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32>(
+    k: &K,
+    grid: TileGrid,
+    k_tiles: u32,
+) {
+    let sk = StreamK {
+        tiles: grid.tiles(),
+        k_tiles,
+        blocks: gpu::grid_dim_x(),
+    };
+    let tid = gpu::thread_idx_x();
+    let ring = TmaRing::carve(gpu::dynamic_shared_base(), K::STAGE_BYTES, K::STAGES);
+    let tiles = TmaRing::carve(ring.empty + 8 * K::STAGES, K::TILE_BYTES, 1);
+    if tid == 0 {
+        k.prefetch();
+        ring.init(4 * K::CONSUMERS);
+        if K::TILE_BYTES > 0 {
+            tiles.init(4 * K::CONSUMERS);
+        }
+    }
+    gpu::sync_threads();
+
+    let wg = hopper::warpgroup_index();
+    if wg == 0 {
+        hopper::setmaxnreg_dec::<PRODUCER_REGS>();
+        if tid != 0 {
+            return;
+        }
+        let mut c = RingCursor::default();
+        let mut tc = RingCursor::default();
+        for seg in sk.segments(gpu::block_idx_x()) {
+            let tile = grid.tile(seg.t);
+            if K::TILE_BYTES > 0 {
+                let full = tiles.produce(tc, K::TILE_BYTES);
+                k.produce_tile(tiles.stage(tc), full, tile);
+                tc.advance();
+            }
+            let mut kt = seg.kb;
+            while kt < seg.ke {
+                let full = ring.produce(c, K::STAGE_BYTES);
+                k.produce(ring.stage(c), full, tile, kt);
+                c.advance();
+                kt += 1;
+            }
+        }
+        return;
+    }
+
+    hopper::setmaxnreg_inc::<CONSUMER_REGS>();
+    let consumer = wg - 1;
+    let lane = tid % 32;
+    let mut acc = K::ACC;
+    let mut c = RingCursor::default();
+    let mut tc = RingCursor::default();
+    for seg in sk.segments(gpu::block_idx_x()) {
+        let tile = grid.tile(seg.t);
+        if seg.ke <= seg.kb {
+            // Never (segments are not empty), but said (`<=`, not `==`): a k-loop that may run
+            // zero times lets the accumulators' initial values reach `drain`'s wait, and ptxas
+            // then serializes every `wgmma` of the kernel (C7515).
+            continue;
+        }
+        let at = if K::TILE_BYTES > 0 {
+            tiles.wait_full(tc);
+            tiles.stage(tc)
+        } else {
+            0
+        };
+        k.begin(&mut acc, at, tile, consumer, seg.kb);
+        let mut kt = seg.kb;
+        while kt < seg.ke {
+            ring.wait_full(c);
+            k.consume(&mut acc, ring.stage(c), consumer, kt);
+            if kt > seg.kb && lane == 0 {
+                ring.release_prev(c);
+            }
+            c.advance();
+            kt += 1;
+        }
+        k.drain(&mut acc);
+        if lane == 0 {
+            ring.release_prev(c);
+        }
+        if K::TILE_BYTES > 0 {
+            tc.advance();
+            if lane == 0 {
+                tiles.release_prev(tc);
+            }
+        }
+        if stream_k_fixup(k, &mut acc, &sk, seg.t, seg.kb, seg.ke, consumer) {
+            k.finish(&mut acc, tile, consumer);
+        }
+    }
+    k.consumer_done(&mut acc, consumer);
+}
+
+/// Stream-K, after a segment `kb..ke` of tile `t`: a later segment leaves its partial sums and
+/// releases its flag (returns false: the tile is not this block's to finish); the first
+/// segment of a cut tile acquires the later segments' flags, blocks `b + 1, b + 2, …` in
+/// order, and adds their sums (returns true: finish the tile). Named barrier `1 + consumer`
+/// orders each consumer warpgroup's 128 threads around the flag.
+#[inline(always)]
+unsafe fn stream_k_fixup<K: WsKernel>(
+    k: &K,
+    acc: &mut K::Acc,
+    sk: &StreamK,
+    t: u32,
+    kb: u32,
+    ke: u32,
+    consumer: u32,
+) -> bool {
+    let block = gpu::block_idx_x();
+    let leader = gpu::thread_idx_x() % 128 == 0;
+    let flag = |b: u32| k.flags().add((b * K::CONSUMERS + consumer) as usize);
+    if kb > 0 {
+        k.store_partial(acc, block, consumer);
+        // Every thread's partial sums are written before the leader's release (the barrier
+        // orders them in the block, the release is cumulative).
+        hopper::named_barrier_sync(1 + consumer, 128);
+        if leader {
+            hopper::fence_acq_rel_gpu();
+            hopper::st_release_gpu(flag(block), 1);
+        }
+        return false;
+    }
+    let tile_end = (t + 1) * sk.k_tiles;
+    let mut covered = t * sk.k_tiles + ke;
+    let mut b = block + 1;
+    while covered < tile_end {
+        if leader {
+            while hopper::ld_acquire_gpu(flag(b)) == 0 {}
+            // Consumed: zero again for the next launch (nothing else reads it in this one).
+            hopper::st_relaxed_gpu(flag(b), 0);
+        }
+        hopper::named_barrier_sync(1 + consumer, 128);
+        k.add_partial(acc, b, consumer);
+        let end = sk.start(b + 1);
+        covered = if end < tile_end { end } else { tile_end };
+        b += 1;
+    }
+    true
 }
