@@ -77,6 +77,19 @@ pub fn mul(kernel: &KernelInfo, a: usize, b: usize, what: &str) -> Result<usize>
     })
 }
 
+/// Bytes of several buffers together, each `(elements, bytes per element)`, or
+/// [`Error::TooLarge`] naming `what` when the sum overflows `usize`.
+pub fn total_bytes(what: &str, bufs: &[(usize, usize)]) -> Result<usize> {
+    bufs.iter()
+        .try_fold(0usize, |sum, &(n, size)| {
+            n.checked_mul(size).and_then(|b| sum.checked_add(b))
+        })
+        .ok_or_else(|| Error::TooLarge {
+            kernel: what.to_string(),
+            what: format!("buffers of {bufs:?} (elements, bytes each) overflow usize bytes"),
+        })
+}
+
 /// A nonzero dimension, or [`Error::ZeroSize`].
 pub fn nonzero(kernel: &KernelInfo, v: usize, what: &'static str) -> Result<()> {
     if v == 0 {
