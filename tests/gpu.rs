@@ -247,7 +247,7 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
         },
     ];
     for p in shapes {
-        let (la, lb, lc) = p.lens();
+        let (la, lb, lc) = p.lens().unwrap();
         let a = gpu
             .upload(&rustile::elem::random_vec::<f32>(la, &mut rng), "A")
             .unwrap();
