@@ -298,16 +298,18 @@ fn timing_statistics_and_rotation() {
 
 #[test]
 fn cpu_baseline_of_the_crossover_study_is_correct() {
-    use rustile::gemm::{relative_error, GemmProblem};
+    use rustile::gemm::{check_elements, GemmProblem};
     let mut rng = SmallRng::seed_from_u64(seed());
     let n = 37;
     let p = GemmProblem::new(n, n, n);
     let a: Vec<f32> = random_vec(n * n, &mut rng);
     let b: Vec<f32> = random_vec(n * n, &mut rng);
     let mut c = vec![f32::NAN; n * n];
-    rustile::gemm::crossover::cpu_sgemm(n, &a, &b, &mut c);
-    let e = relative_error(&p, &c, &p.reference(&a, &b, &c));
-    assert!(e < p.tolerance(), "error {e:.2e}");
+    rustile::gemm::crossover::cpu_sgemm(n, &a, &b, &mut c).unwrap();
+    check_elements("cpu_sgemm", &p, &a, &b, &c, &c).unwrap();
+    // A short buffer is refused, not read past.
+    let e = rustile::gemm::crossover::cpu_sgemm(n, &a[..n * n - 1], &b, &mut c).unwrap_err();
+    assert!(matches!(e, Error::BufferLength { buffer: "a", .. }), "{e}");
 }
 
 #[test]

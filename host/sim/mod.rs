@@ -24,6 +24,13 @@
 //! What it does not model: timing, caches, the memory model's weaker orderings (everything is
 //! sequentially consistent here), asynchronous proxies, and the Hopper-only primitives (wgmma,
 //! TMA, clusters), which have no host implementation: a kernel using them cannot be simulated.
+//!
+//! Why [`Simulator::launch`] is safe with any arguments: pointers are simulated addresses that
+//! the kernels pass to the hooks (`ld_global`, `st_shared`, …), which check them; nothing
+//! dereferences them as host memory. One caveat lies in the kernels, not here: address
+//! arithmetic written as `ptr.add(i)` (e.g. `strided::v01_gather`) is, on the host, pointer
+//! arithmetic outside any Rust allocation — out of contract for `add` even though the result is
+//! only handed to a hook; `wrapping_add` is the form that is defined for any address.
 
 pub mod analysis;
 mod block;
