@@ -47,7 +47,7 @@ pub fn check_stream(blas: &CudaBlas, stream: &Arc<CudaStream>) -> Result<()> {
             library: "cuBLAS",
             what: format!("reading the handle's stream: {e:?}"),
         })?;
-    if on as usize != stream.cu_stream() as usize {
+    if !std::ptr::eq(on as *const u8, stream.cu_stream() as *const u8) {
         return Err(Error::Usage(
             "cuBLAS: the handle runs on another stream than the one the buffers are ordered on"
                 .into(),

@@ -63,7 +63,7 @@ pub fn compare_elements(
             let tol = p.element_tolerance(r, s);
             let err = (g as f64 - r).abs();
             let bad = if r.is_finite() {
-                !(err <= tol) // NaN (got) fails
+                err.is_nan() || err > tol
             } else {
                 !(g as f64 == r || (g.is_nan() && r.is_nan()))
             };
