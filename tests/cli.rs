@@ -352,6 +352,30 @@ fn oversized_and_empty_shapes_are_typed_errors_before_any_allocation() {
         ("bench transpose --sizes 4294967296x4294967296", "overflows"),
         ("bench gemm --sizes 0x4x4", "m is 0"),
         ("bench gemm --sizes 4294967296x1x1", "32-bit indices"),
+        (
+            "transfer --max-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "memory --sizes-mib 1,99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "overlap --batch-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "overlap --chunk-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "orchestration --gather-batch-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "orchestration --gather-chunk-mib 99999999999999999",
+            "overflow the address space",
+        ),
     ];
     let gemm_huge = format!("analyze gemm/naive {huge}");
     let usage = usage
