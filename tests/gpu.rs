@@ -521,3 +521,54 @@ fn dispatcher_split_k_refuses_a_misaligned_view_and_the_device_stays_usable() {
     let got = gpu.download(&c, "C").unwrap();
     assert!(got.iter().all(|&v| v == 4096.0));
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
+    use rustile::hgemm::{self, Out, Problem, Variant};
+    use rustile::DType;
+    let gpu = gpu();
+    let p = Problem::new(DType::F16, 128, 128, 64);
+    let [la, lb, lc] = p.lens().unwrap();
+    let a = gpu.alloc::<u16>(la, "a").unwrap();
+    let b = gpu.alloc::<u16>(lb, "b").unwrap();
+    let mut c = gpu.alloc::<u16>(lc, "c").unwrap();
+    let variants: &[Variant] = if gpu.flavour() == rustile::ptx::Flavour::Sm90a {
+        &[Variant::Mma, Variant::MmaPipeline, Variant::WgmmaWs]
+    } else {
+        &[Variant::Mma, Variant::MmaPipeline]
+    };
+    for &v in variants {
+        let prep = hgemm::prepare(&gpu, Some(v), &p, &a, &b, &Out::Half(&mut c), None).unwrap();
+        prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut c), None)
+            .unwrap();
+        // Short buffers at launch are refused, whatever `prepare` saw.
+        let short = gpu.alloc::<u16>(lb - 1, "short b").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &short, &mut Out::Half(&mut c), None);
+        assert!(
+            matches!(r, Err(Error::BufferLength { .. })),
+            "{}: {r:?}",
+            v.name()
+        );
+        let mut short_c = gpu.alloc::<u16>(lc - 1, "short c").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut short_c), None);
+        assert!(
+            matches!(r, Err(Error::BufferLength { .. })),
+            "{}: {r:?}",
+            v.name()
+        );
+        // C of another type than the problem's.
+        let mut cf = gpu.alloc::<f32>(lc, "c f32").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &b, &mut Out::F32(&mut cf), None);
+        assert!(matches!(r, Err(Error::Usage(_))), "{}: {r:?}", v.name());
+        // Other A/B buffers of the right size: fine for the mma kernels; wgmma_ws's tensor
+        // maps hold the prepared addresses, so it refuses them.
+        let a2 = gpu.alloc::<u16>(la, "a2").unwrap();
+        let r = prep.launch(gpu.stream(), &a2, &b, &mut Out::Half(&mut c), None);
+        match v {
+            Variant::WgmmaWs => assert!(matches!(r, Err(Error::Usage(_))), "{r:?}"),
+            _ => r.unwrap(),
+        }
+    }
+    gpu.synchronize("prepared launches").unwrap();
+}
