@@ -37,7 +37,7 @@ fn criterion_sweeps(c: &mut Criterion, gpu: &Gpu) {
     for family in families() {
         let mut group = c.benchmark_group(family.name());
         for problem in Sweep::default_for(family).problems {
-            let (src_len, dst_len) = problem.lens();
+            let (src_len, dst_len) = problem.lens().unwrap();
             let sets =
                 harness::rotation_sets(gpu.info().l2_bytes, ((src_len + dst_len) * 4) as u64);
             let srcs: Vec<_> = (0..sets)

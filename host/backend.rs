@@ -70,8 +70,23 @@ impl Backend {
         }
     }
 
+    /// Whether `bytes` (what a case will allocate, all buffers together) can fit: the device's
+    /// total memory, or the simulator's [`SimLimits::max_memory_bytes`](crate::sim::SimLimits)
+    /// less what it holds. [`Error::OutOfMemory`] if not — checked before any host data is
+    /// built for the buffers.
+    pub fn check_fits(&self, bytes: usize, what: &str) -> Result<()> {
+        match self {
+            Backend::Gpu(g) => g.check_fits(bytes, what),
+            Backend::Simulator(s) => s.check_fits(bytes, what),
+        }
+    }
+
     /// A new buffer holding `host`.
-    pub fn upload<T: DeviceRepr + Copy + Default>(&self, host: &[T], what: &str) -> Result<Buf<T>> {
+    pub fn upload<T: DeviceRepr + bytemuck::Pod + Default>(
+        &self,
+        host: &[T],
+        what: &str,
+    ) -> Result<Buf<T>> {
         match self {
             Backend::Gpu(g) => g.upload(host, what).map(Buf::Gpu),
             Backend::Simulator(s) => {
@@ -83,7 +98,7 @@ impl Backend {
     }
 
     /// A new buffer of `n` elements, each `value`.
-    pub fn filled<T: DeviceRepr + Copy + Default>(
+    pub fn filled<T: DeviceRepr + bytemuck::Pod + Default>(
         &self,
         n: usize,
         value: T,
@@ -93,7 +108,7 @@ impl Backend {
     }
 
     /// The buffer's contents (waits for the work before it).
-    pub fn download<T: DeviceRepr + Copy + Default>(
+    pub fn download<T: DeviceRepr + bytemuck::Pod + Default>(
         &self,
         buf: &Buf<T>,
         what: &str,

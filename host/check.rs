@@ -77,6 +77,19 @@ pub fn mul(kernel: &KernelInfo, a: usize, b: usize, what: &str) -> Result<usize>
     })
 }
 
+/// Bytes of several buffers together, each `(elements, bytes per element)`, or
+/// [`Error::TooLarge`] naming `what` when the sum overflows `usize`.
+pub fn total_bytes(what: &str, bufs: &[(usize, usize)]) -> Result<usize> {
+    bufs.iter()
+        .try_fold(0usize, |sum, &(n, size)| {
+            n.checked_mul(size).and_then(|b| sum.checked_add(b))
+        })
+        .ok_or_else(|| Error::TooLarge {
+            kernel: what.to_string(),
+            what: format!("buffers of {bufs:?} (elements, bytes each) overflow usize bytes"),
+        })
+}
+
 /// A nonzero dimension, or [`Error::ZeroSize`].
 pub fn nonzero(kernel: &KernelInfo, v: usize, what: &'static str) -> Result<()> {
     if v == 0 {
@@ -230,10 +243,11 @@ pub(crate) fn launch_on_gpu<T: DeviceElem>(
     let launch = memory_plan::<T>(kernel, src_ptr, dst_ptr, plan)?;
     // SAFETY: every memory kernel's signature is `(src: *const T, dst: *mut T, scalars…)` with
     // the scalars in `plan.scalars`' order and types (each family's `plan` builds them from its
-    // kernel's signature); `plan` proved both buffers hold what the shape needs with the
-    // alignment the variant needs and that the grid covers the shape within the device's
-    // limits; src and dst are distinct allocations or views (Rust's & / &mut borrows), and
-    // their stream guards live until this function returns.
+    // kernel's signature); `plan` proved, from these very lengths and addresses, that both
+    // buffers hold what the shape needs with the alignment the variant needs, and computed a
+    // grid covering the shape; `launch_on` checks grid, block and shared memory against the
+    // device; dst is a `&mut` borrow (src cannot be a view of it), and both stream guards live
+    // until this function returns.
     unsafe { launch.launch_on(gpu, stream) }
 }
 

@@ -45,7 +45,7 @@ macro_rules! dispatch_dtype {
 
 /// An element type the kernels are instantiated for.
 pub trait DeviceElem:
-    DeviceRepr + ValidAsZeroBits + Copy + Default + PartialEq + Send + Sync + 'static
+    DeviceRepr + ValidAsZeroBits + bytemuck::Pod + Copy + Default + PartialEq + Send + Sync + 'static
 {
     /// The kernels' dtype.
     const DTYPE: DType;

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
+};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, Error, Result};
@@ -203,25 +205,52 @@ impl Gpu {
         Ok(f)
     }
 
-    /// Allocates `n` elements (uninitialised). Out of memory is [`Error::OutOfMemory`].
-    pub fn alloc<T: DeviceRepr>(&self, n: usize, what: &str) -> Result<CudaSlice<T>> {
-        let bytes = n
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| Error::TooLarge {
-                kernel: what.to_string(),
-                what: format!(
-                    "{n} elements of {} bytes overflow usize",
-                    std::mem::size_of::<T>()
-                ),
-            })?;
-        // SAFETY: the memory is uninitialised; every caller writes it (upload or poison)
-        // before any kernel reads it.
+    /// Allocates `n` elements, zero-filled (the fill is ordered on the stream, before any
+    /// later work there). Out of memory is [`Error::OutOfMemory`].
+    pub fn alloc<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        n: usize,
+        what: &str,
+    ) -> Result<CudaSlice<T>> {
+        let bytes = alloc_bytes::<T>(n, what)?;
+        self.stream
+            .alloc_zeros::<T>(n)
+            .map_err(|e| map_alloc_error(e, bytes, what))
+    }
+
+    /// Allocates `n` elements without initialising them (what [`Gpu::upload`] does before it
+    /// overwrites every element). Out of memory is [`Error::OutOfMemory`].
+    ///
+    /// # Safety
+    ///
+    /// The memory holds whatever bytes were there before. The caller must write every element
+    /// (an upload, a fill, a kernel that writes all of it) before anything reads it: a kernel,
+    /// a download, a copy. For an element type with invalid bit patterns (`bool`) such a read
+    /// is undefined behaviour; for any type it reads another allocation's leftovers.
+    pub unsafe fn alloc_uninit<T: DeviceRepr>(&self, n: usize, what: &str) -> Result<CudaSlice<T>> {
+        let bytes = alloc_bytes::<T>(n, what)?;
+        // SAFETY: the caller's contract (every element written before it is read).
         unsafe { self.stream.alloc::<T>(n) }.map_err(|e| map_alloc_error(e, bytes, what))
+    }
+
+    /// Whether `bytes` could fit in the device's memory at all ([`Error::OutOfMemory`] when they
+    /// exceed its total): what callers check before they build host data for device buffers.
+    pub fn check_fits(&self, bytes: usize, what: &str) -> Result<()> {
+        let total = self.info.total_mem_bytes;
+        if bytes > total {
+            return Err(Error::OutOfMemory {
+                bytes,
+                what: format!("{what} (the device has {total} bytes)"),
+            });
+        }
+        Ok(())
     }
 
     /// Copies `host` to a new device buffer.
     pub fn upload<T: DeviceRepr>(&self, host: &[T], what: &str) -> Result<CudaSlice<T>> {
-        let mut d = self.alloc::<T>(host.len(), what)?;
+        // SAFETY: the copy below writes all `host.len()` elements before anything can read
+        // them (it is ordered first on the stream; on error the buffer is dropped unread).
+        let mut d = unsafe { self.alloc_uninit::<T>(host.len(), what)? };
         self.stream
             .memcpy_htod(host, &mut d)
             .during(|| format!("uploading {what}"))?;
@@ -262,6 +291,18 @@ impl Gpu {
             .synchronize()
             .during(|| format!("synchronising after {during}"))
     }
+}
+
+/// Bytes of `n` elements of `T`, or [`Error::TooLarge`].
+fn alloc_bytes<T>(n: usize, what: &str) -> Result<usize> {
+    n.checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| Error::TooLarge {
+            kernel: what.to_string(),
+            what: format!(
+                "{n} elements of {} bytes overflow usize",
+                std::mem::size_of::<T>()
+            ),
+        })
 }
 
 fn map_alloc_error(e: cudarc::driver::DriverError, bytes: usize, what: &str) -> Error {

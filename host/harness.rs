@@ -1,7 +1,7 @@
 //! Timing: CUDA events around each repetition, warm-up first, median with min and max, and the
 //! L2 kept cold either by rotating input sets past 3× its size or by flushing it.
 
-use crate::error::{DriverContext, Result};
+use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
 use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use cudarc::driver::{CudaEvent, CudaSlice};
@@ -46,6 +46,19 @@ impl Default for TimingConfig {
             reps: 50,
             mode: L2Mode::Rotate,
         }
+    }
+}
+
+impl TimingConfig {
+    /// At least one timed repetition ([`Error::Usage`] otherwise: there would be nothing to
+    /// take a median of). Every timing loop checks it before it allocates or launches.
+    pub fn check(&self) -> Result<()> {
+        if self.reps == 0 {
+            return Err(Error::Usage(
+                "timing: the repetitions must be ≥ 1 (got 0)".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -117,6 +130,7 @@ fn time_each<const N: usize>(
     mut launches: [&mut dyn FnMut(usize) -> Result<()>; N],
 ) -> Result<[Stats; N]> {
     let stream = gpu.stream();
+    cfg.check()?;
     let mut flush: Option<CudaSlice<u8>> = match cfg.mode {
         L2Mode::Flush => Some(gpu.alloc::<u8>(2 * gpu.info().l2_bytes, "L2 flush buffer")?),
         L2Mode::Rotate => None,
@@ -206,6 +220,7 @@ impl Pairing {
         mut a: impl FnMut(usize) -> Result<()>,
         mut b: impl FnMut(usize) -> Result<()>,
     ) -> Result<(Stats, Stats)> {
+        cfg.check()?;
         match self {
             Self::Interleaved => time_pair(gpu, cfg, a, b),
             Self::Sequential => {

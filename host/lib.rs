@@ -95,6 +95,17 @@
 //! # let _ = gpu; Ok(()) }
 //! ```
 //!
+//! # Soundness
+//!
+//! Every safe function checks what the kernel it launches relies on (lengths, pitches,
+//! alignment, overlap, device limits) against the buffers it is given, before anything is
+//! allocated or launched, and returns a typed [`Error`] otherwise. [`Gpu::alloc`] zero-fills
+//! ([`Gpu::alloc_uninit`] is `unsafe`); the simulator copies only plain data
+//! ([`bytemuck::Pod`]). What rustile trusts, as cudarc's own safe copies do: a buffer's
+//! [`DevicePtr`] / [`DevicePtrMut`] implementation reports its real address and length
+//! (cudarc's slices and views do; a hand-written implementation that lies is outside this
+//! guarantee).
+//!
 //! # Layout of the crate
 //!
 //! - [`Gpu`]: the device handle (context, stream, the PTX flavour loaded for its compute

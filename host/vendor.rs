@@ -35,3 +35,23 @@ pub fn cublas(stream: &Arc<CudaStream>) -> Result<CudaBlas> {
         what: format!("creating a handle: {e:?}"),
     })
 }
+
+/// Whether `blas` runs on `stream` ([`Error::Usage`] if not): a wrapper that orders its
+/// buffers on `stream` must enqueue the cuBLAS call there too.
+pub fn check_stream(blas: &CudaBlas, stream: &Arc<CudaStream>) -> Result<()> {
+    let mut on: cudarc::cublas::sys::cudaStream_t = std::ptr::null_mut();
+    // SAFETY: the handle is live (borrowed); cuBLAS writes one stream handle to `on`.
+    unsafe { cudarc::cublas::sys::cublasGetStream_v2(*blas.handle(), &mut on) }
+        .result()
+        .map_err(|e| Error::Library {
+            library: "cuBLAS",
+            what: format!("reading the handle's stream: {e:?}"),
+        })?;
+    if !std::ptr::eq(on as *const u8, stream.cu_stream() as *const u8) {
+        return Err(Error::Usage(
+            "cuBLAS: the handle runs on another stream than the one the buffers are ordered on"
+                .into(),
+        ));
+    }
+    Ok(())
+}

@@ -324,3 +324,154 @@ fn attention_report_merges_the_lines_and_reads_the_bars() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Shapes that are empty, overflow, exceed the kernels' indices or cannot fit the simulator
+/// are typed errors found before anything is allocated — never a panic or an allocation
+/// abort. Those the parser can judge are usage errors (exit 2, naming what is wrong); those
+/// that depend on the back end (the simulator's memory) are the run's typed error (exit 1).
+#[test]
+fn oversized_and_empty_shapes_are_typed_errors_before_any_allocation() {
+    let huge = format!("1{}", "0".repeat(83)); // 10⁸³
+    let usage: &[(&str, &str)] = &[
+        ("analyze strided/gather 0:4", "n is 0"),
+        ("analyze strided/gather 4096:99999999999999999", "overflows"),
+        ("analyze strided/gather 4096:0", "stride is 0"),
+        ("analyze copy/scalar 1e11", "bad shape"),
+        ("analyze copy/scalar 0", "n is 0"),
+        ("analyze transpose/naive 0x5", "rows is 0"),
+        ("analyze transpose/naive 4294967296x4294967296", "overflows"),
+        ("analyze gemm/naive 4294967296x1x1", "32-bit indices"),
+        ("analyze gemm/naive 1x1x4294967296", "32-bit indices"),
+        ("analyze gemm/naive 0x5x5", "m is 0"),
+        ("hgemm analyze 0", "m is 0"),
+        ("hgemm analyze 4294967296x1x1", "exceeds 2^31"),
+        ("hgemm bench --sizes 8x0x8", "n is 0"),
+        ("hgemm bench --reps 0", "not a positive number"),
+        ("bench copy --sizes 0", "n is 0"),
+        ("bench strided --sizes 0", "n is 0"),
+        ("bench transpose --sizes 4294967296x4294967296", "overflows"),
+        ("bench gemm --sizes 0x4x4", "m is 0"),
+        ("bench gemm --sizes 4294967296x1x1", "32-bit indices"),
+        (
+            "transfer --max-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "memory --sizes-mib 1,99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "overlap --batch-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "overlap --chunk-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "orchestration --gather-batch-mib 99999999999999999",
+            "overflow the address space",
+        ),
+        (
+            "orchestration --gather-chunk-mib 99999999999999999",
+            "overflow the address space",
+        ),
+    ];
+    let gemm_huge = format!("analyze gemm/naive {huge}");
+    let usage = usage
+        .iter()
+        .map(|&(l, w)| (l.to_string(), w))
+        .chain([(gemm_huge, "bad gemm shape")]);
+    for (line, want) in usage {
+        let out = rustile(&line.split_whitespace().collect::<Vec<_>>());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "`rustile {line}`:\n{err}");
+        assert!(
+            err.starts_with("error:") && err.contains(want),
+            "`rustile {line}`: want `{want}` in\n{err}"
+        );
+    }
+    // Parsed, then refused by the simulator before any host or simulated memory is taken.
+    for (line, want) in [
+        (
+            "analyze copy/scalar 100000000000",
+            "the simulator holds at most",
+        ),
+        (
+            "analyze transpose/naive 100000x100000",
+            "the simulator holds at most",
+        ),
+        (
+            "analyze strided/gather 100000000:1000",
+            "the simulator holds at most",
+        ),
+        ("analyze gemm/naive 100000", "the simulator holds at most"),
+        (
+            "hgemm analyze 100000 --variant mma",
+            "the simulator holds at most",
+        ),
+        (
+            "hgemm analyze 100000 --variant mma_pipeline",
+            "the simulator holds at most",
+        ),
+    ] {
+        let start = std::time::Instant::now();
+        let out = rustile(&line.split_whitespace().collect::<Vec<_>>());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "`rustile {line}`:\n{err}");
+        assert!(
+            err.starts_with("rustile: error: out of device memory") && err.contains(want),
+            "`rustile {line}`: want `{want}` in\n{err}"
+        );
+        assert!(!err.contains("panicked"), "`rustile {line}`:\n{err}");
+        // Refused up front: nothing was built (filling even 1 GB of random input takes longer).
+        assert!(
+            start.elapsed().as_secs() < 5,
+            "`rustile {line}` took {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+/// Every command of the grammar that takes `--out` or `--reps` refuses an unwritable
+/// directory and zero repetitions while parsing (exit 2, naming the option), before any work.
+#[test]
+fn every_out_is_checked_writable_and_every_reps_positive_while_parsing() {
+    fn find<'a>(cmd: &'a clap::Command, path: &[String]) -> &'a clap::Command {
+        path.iter().fold(cmd, |c, name| {
+            c.find_subcommand(name).expect("a path of the grammar")
+        })
+    }
+    let root = Cli::command();
+    let mut paths = Vec::new();
+    command_paths(&root, &[], &mut paths);
+    let mut checked = Vec::new();
+    for path in &paths {
+        let cmd = find(&root, path);
+        for (opt, bad) in [("out", "/proc/rustile-not-writable"), ("reps", "0")] {
+            if !cmd.get_arguments().any(|a| a.get_long() == Some(opt)) {
+                continue;
+            }
+            let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+            let flag = format!("--{opt}");
+            args.extend([flag.as_str(), bad]);
+            let out = rustile(&args);
+            let err = text(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "`rustile {}`:\n{err}",
+                args.join(" ")
+            );
+            assert!(
+                err.contains(&flag) && !err.contains("GPU"),
+                "`rustile {}` does not name {flag}:\n{err}",
+                args.join(" ")
+            );
+            checked.push(args.join(" "));
+        }
+    }
+    // bench copy/strided/transpose/all/gemm/crossover, hgemm bench, attention bench and dump,
+    // conv, transfer, overlap, orchestration, launch, memory …
+    assert!(checked.len() >= 15, "{checked:#?}");
+}

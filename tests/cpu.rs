@@ -298,14 +298,221 @@ fn timing_statistics_and_rotation() {
 
 #[test]
 fn cpu_baseline_of_the_crossover_study_is_correct() {
-    use rustile::gemm::{relative_error, GemmProblem};
+    use rustile::gemm::{check_elements, GemmProblem};
     let mut rng = SmallRng::seed_from_u64(seed());
     let n = 37;
     let p = GemmProblem::new(n, n, n);
     let a: Vec<f32> = random_vec(n * n, &mut rng);
     let b: Vec<f32> = random_vec(n * n, &mut rng);
     let mut c = vec![f32::NAN; n * n];
-    rustile::gemm::crossover::cpu_sgemm(n, &a, &b, &mut c);
-    let e = relative_error(&p, &c, &p.reference(&a, &b, &c));
-    assert!(e < p.tolerance(), "error {e:.2e}");
+    rustile::gemm::crossover::cpu_sgemm(n, &a, &b, &mut c).unwrap();
+    check_elements("cpu_sgemm", &p, &a, &b, &c, &c).unwrap();
+    // A short buffer is refused, not read past.
+    let e = rustile::gemm::crossover::cpu_sgemm(n, &a[..n * n - 1], &b, &mut c).unwrap_err();
+    assert!(matches!(e, Error::BufferLength { buffer: "a", .. }), "{e}");
+}
+
+#[test]
+fn lens_are_checked_for_overflow_and_zero() {
+    use rustile::gemm::GemmProblem;
+    use rustile::hgemm;
+    // Strided: n = 0 holds nothing (and `check_shape` refuses it); an overflowing span is an
+    // error, never usize::MAX.
+    let s = |n, stride| Problem::Strided(StridedProblem { n, stride });
+    assert_eq!(s(0, 4).lens().unwrap(), (0, 0));
+    assert_eq!(s(3, 4).lens().unwrap(), (9, 3));
+    assert!(matches!(
+        s(0, 4).check_shape(),
+        Err(Error::ZeroSize { what: "n", .. })
+    ));
+    for p in [s(4096, 99_999_999_999_999_999), s(usize::MAX, 2)] {
+        assert!(matches!(p.lens(), Err(Error::TooLarge { .. })), "{p:?}");
+    }
+    let t = Problem::Transpose(TransposeProblem {
+        rows: 1 << 33,
+        cols: 1 << 33,
+    });
+    assert!(matches!(t.lens(), Err(Error::TooLarge { .. })));
+    // SGEMM and the tensor-core problem: spans wrap nowhere.
+    let g = GemmProblem {
+        lda: usize::MAX / 2,
+        ..GemmProblem::new(4, 4, 4)
+    };
+    assert!(matches!(g.lens(), Err(Error::TooLarge { .. })));
+    assert_eq!(GemmProblem::new(3, 5, 0).lens().unwrap(), (0, 0, 15));
+    assert!(matches!(
+        GemmProblem::new(1 << 32, 1, 1).check_shape(),
+        Err(Error::TooLarge { .. })
+    ));
+    let h = hgemm::Problem {
+        ldc: usize::MAX / 2,
+        ..hgemm::Problem::new(rustile::DType::F16, 4, 4, 4)
+    };
+    assert!(matches!(h.lens(), Err(Error::TooLarge { .. })));
+    assert!(matches!(h.bytes(), Err(Error::TooLarge { .. })));
+    let h = hgemm::Problem::new(rustile::DType::F16, 3, 5, 7);
+    assert_eq!(h.lens().unwrap(), [21, 35, 15]);
+    assert_eq!(h.bytes().unwrap(), 2 * (21 + 35 + 15));
+    assert!(matches!(
+        rustile::check::total_bytes("x", &[(usize::MAX / 2, 4)]),
+        Err(Error::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn the_simulator_refuses_what_it_cannot_hold_before_taking_memory() {
+    use rustile::backend::Backend;
+    use rustile::sim::{SimLimits, Simulator};
+    let sim = Simulator::new(SimLimits {
+        max_memory_bytes: 1000,
+        ..SimLimits::default()
+    });
+    let a = sim.alloc::<f32>(200, "a").unwrap();
+    assert_eq!(sim.used_bytes(), 800);
+    sim.check_fits(200, "b").unwrap();
+    let e = sim.alloc::<f32>(51, "b").unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { bytes: 204, .. }), "{e}");
+    sim.free(a);
+    assert_eq!(sim.used_bytes(), 0);
+    let full = sim.alloc::<f32>(250, "b").unwrap();
+    assert!(matches!(
+        sim.alloc::<u8>(1, "c"),
+        Err(Error::OutOfMemory { .. })
+    ));
+    sim.free(full);
+    // A validation case asks before it builds its inputs: 10¹¹ elements are refused at once.
+    let backend = Backend::Simulator(Simulator::default());
+    let p = Problem::Copy(CopyProblem { n: 100_000_000_000 });
+    let e =
+        rustile::memory::check_before_alloc::<f32>(&backend, copy::BEST, &p, "case").unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+    // Writes past a buffer are refused (not written into the rest of its allocation).
+    let b = sim.alloc::<u16>(4, "small").unwrap();
+    let e = sim.write(&b, &[1u16; 5]).unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e}");
+    sim.write(&b, &[7u16; 4]).unwrap();
+    assert_eq!(sim.read(&b).unwrap(), vec![7u16; 4]);
+}
+
+#[test]
+fn cublas_configs_are_checked_and_valid_at_k_0() {
+    use rustile::gemm::{cublas_sgemm_config, GemmProblem};
+    use rustile::hgemm::{self, cublas_dims, BLayout};
+    // K = 0: C = β·C. cuBLAS refuses a leading dimension below max(1, rows) (its `Err(Usage)`
+    // on the H200 from lda = 0); every one is at least 1 here.
+    let p = GemmProblem {
+        beta: 0.5,
+        ..GemmProblem::new(16, 16, 0)
+    };
+    let cfg = cublas_sgemm_config(&p, 1, 1, 256).unwrap();
+    assert_eq!((cfg.m, cfg.n, cfg.k), (16, 16, 0));
+    assert_eq!((cfg.lda, cfg.ldb, cfg.ldc), (16, 1, 16));
+    // cuBLAS's A is our B (n × k column-major, ld ≥ max(1, n)), its B our A (k × m, ld ≥
+    // max(1, k)), its C our C (n × m, ld ≥ max(1, n)).
+    let p = GemmProblem::new(30, 20, 10);
+    let cfg = cublas_sgemm_config(&p, 300, 200, 600).unwrap();
+    assert_eq!(
+        (cfg.m, cfg.n, cfg.k, cfg.lda, cfg.ldb, cfg.ldc),
+        (20, 30, 10, 20, 10, 20)
+    );
+    for (a, b, c, buffer) in [
+        (299, 200, 600, "a"),
+        (300, 199, 600, "b"),
+        (300, 200, 599, "c"),
+    ] {
+        let e = cublas_sgemm_config(&p, a, b, c).unwrap_err();
+        assert!(
+            matches!(e, Error::BufferLength { buffer: got, .. } if got == buffer),
+            "{e}"
+        );
+    }
+    let e = cublas_sgemm_config(&GemmProblem::new(1 << 31, 1, 1), 1 << 31, 1, 1 << 31);
+    assert!(matches!(e, Err(Error::TooLarge { .. })), "{e:?}");
+    let e = cublas_sgemm_config(&GemmProblem::new(0, 1, 1), 1, 1, 1);
+    assert!(matches!(e, Err(Error::ZeroSize { what: "m", .. })), "{e:?}");
+    let bad_ld = GemmProblem {
+        lda: 3,
+        ..GemmProblem::new(4, 4, 4)
+    };
+    assert!(matches!(
+        cublas_sgemm_config(&bad_ld, 64, 64, 64),
+        Err(Error::Usage(_))
+    ));
+    // The tensor-core baseline: B transposed for cuBLAS exactly when it is stored Nᵀ, every
+    // leading dimension at least 1 (K = 0 with Bᵀ has ldb = k = 0).
+    let h = hgemm::Problem::new(rustile::DType::F16, 8, 8, 0).with_b(BLayout::Transposed);
+    assert_eq!(cublas_dims(&h), (true, [1, 1, 8]));
+    let h = hgemm::Problem::new(rustile::DType::F16, 8, 24, 16);
+    assert_eq!(cublas_dims(&h), (false, [24, 16, 24]));
+}
+
+/// What an f32 kernel computes for element (i, j): one FMA per k in order, then α, β.
+fn sgemm_f32(p: &rustile::gemm::GemmProblem, a: &[f32], b: &[f32], c0: &[f32]) -> Vec<f32> {
+    let mut c = c0.to_vec();
+    for i in 0..p.m {
+        for j in 0..p.n {
+            let acc = (0..p.k).fold(0f32, |acc, kk| {
+                a[i * p.lda + kk].mul_add(b[kk * p.ldb + j], acc)
+            });
+            let old = if p.beta == 0.0 {
+                0.0
+            } else {
+                p.beta * c0[i * p.ldc + j]
+            };
+            c[i * p.ldc + j] = p.alpha * acc + old;
+        }
+    }
+    c
+}
+
+#[test]
+fn sgemm_check_catches_one_wrong_element_the_norm_hides() {
+    use rustile::gemm::{check_elements, relative_error, GemmProblem};
+    let p = GemmProblem::new(200, 300, 1000);
+    let mut rng = SmallRng::seed_from_u64(0x5eed);
+    let (la, lb, lc) = p.lens().unwrap();
+    let a: Vec<f32> = random_vec(la, &mut rng);
+    let b: Vec<f32> = random_vec(lb, &mut rng);
+    let c0 = vec![f32::NAN; lc];
+    let mut got = sgemm_f32(&p, &a, &b, &c0);
+    // An f32 kernel's own rounding passes the per-element bound …
+    assert_eq!(
+        check_elements("f32", &p, &a, &b, &c0, &got).unwrap(),
+        60_000
+    );
+    // … one element off by 0.05 does not, and is named.
+    got[123 * p.ldc + 234] += 0.05;
+    let e = check_elements("planted", &p, &a, &b, &c0, &got).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Mismatch { .. }), "{text}");
+    assert!(
+        text.contains("C[123][234]") && text.contains("1 of 60000 elements wrong"),
+        "{text}"
+    );
+    // The relative Frobenius norm this check replaces lets it through.
+    let want = p.reference(&a, &b, &c0);
+    assert!(relative_error(&p, &got, &want) < p.tolerance());
+    // So does NaN: never within any bound.
+    got[123 * p.ldc + 234] = f32::NAN;
+    assert!(check_elements("nan", &p, &a, &b, &c0, &got).is_err());
+}
+
+#[test]
+fn sgemm_check_tolerates_cancellation_at_1x1xk() {
+    use rustile::gemm::{check_elements, relative_error, GemmProblem};
+    let k = 4096;
+    let p = GemmProblem::new(1, 1, k);
+    let mut rng = SmallRng::seed_from_u64(7);
+    let a: Vec<f32> = random_vec(k, &mut rng);
+    let mut b: Vec<f32> = random_vec(k, &mut rng);
+    // The last term cancels the sum of the others (to f32 precision): C ≈ 0, Σ|a·b| ≈ k/4.
+    let rest: f64 = (0..k - 1).map(|i| a[i] as f64 * b[i] as f64).sum();
+    b[k - 1] = (-rest / a[k - 1] as f64) as f32;
+    let c0 = vec![f32::NAN; 1];
+    let got = sgemm_f32(&p, &a, &b, &c0);
+    let want = p.reference(&a, &b, &c0);
+    assert!(want[0].abs() < 1e-3, "{}", want[0]);
+    // Relative to a result near 0 the f32 rounding looks huge; relative to the terms it is not.
+    assert!(relative_error(&p, &got, &want) > p.tolerance());
+    check_elements("cancelling", &p, &a, &b, &c0, &got).unwrap();
 }

@@ -247,7 +247,7 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
         },
     ];
     for p in shapes {
-        let (la, lb, lc) = p.lens();
+        let (la, lb, lc) = p.lens().unwrap();
         let a = gpu
             .upload(&rustile::elem::random_vec::<f32>(la, &mut rng), "A")
             .unwrap();
@@ -419,4 +419,156 @@ fn tensor_ceiling_kernels_do_exactly_their_iterations() {
             }
         }
     }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn alloc_is_zero_filled() {
+    let gpu = gpu();
+    // Dirty some memory first, free it, then allocate the same size again.
+    let dirty = gpu.upload(&vec![f32::NAN; 1 << 20], "dirty").unwrap();
+    drop(dirty);
+    let z = gpu.alloc::<f32>(1 << 20, "zeroed").unwrap();
+    assert!(gpu
+        .download(&z, "zeroed")
+        .unwrap()
+        .iter()
+        .all(|&v| v == 0.0));
+    let z = gpu.alloc::<u16>(12_345, "zeroed").unwrap();
+    assert!(gpu.download(&z, "zeroed").unwrap().iter().all(|&v| v == 0));
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn cublas_baselines_work_at_k_0_and_check_lengths() {
+    use rustile::gemm::{self, GemmProblem};
+    use rustile::hgemm::{self, Out};
+    let gpu = gpu();
+    let blas = rustile::vendor::cublas(gpu.stream()).unwrap();
+    let mut rng = SmallRng::seed_from_u64(fresh_seed());
+    // SGEMM at K = 0 is C = β·C (cuBLAS got lda = 0 before and answered Err(Usage)).
+    let p = GemmProblem {
+        beta: 0.5,
+        ..GemmProblem::new(16, 24, 0)
+    };
+    let a = gpu.alloc::<f32>(1, "A").unwrap();
+    let b = gpu.alloc::<f32>(1, "B").unwrap();
+    let c0 = rustile::elem::random_vec::<f32>(16 * 24, &mut rng);
+    let mut c = gpu.upload(&c0, "C").unwrap();
+    gemm::cublas_sgemm(&blas, &p, &a, &b, &mut c).unwrap();
+    let got = gpu.download(&c, "C").unwrap();
+    assert!(got.iter().zip(&c0).all(|(g, o)| *g == 0.5 * o));
+    gemm::check_elements("cuBLAS K = 0", &p, &[0.0], &[0.0], &c0, &got).unwrap();
+    // A C shorter than the shape is a typed error, not a read past it.
+    let mut short = gpu.alloc::<f32>(16 * 24 - 1, "C").unwrap();
+    let r = gemm::cublas_sgemm(&blas, &p, &a, &b, &mut short);
+    assert!(
+        matches!(r, Err(Error::BufferLength { buffer: "c", .. })),
+        "{r:?}"
+    );
+    // The tensor-core baseline at K = 0, B transposed (ldb = k = 0 before), and short inputs.
+    let h = hgemm::Problem {
+        beta: 2.0,
+        ..hgemm::Problem::new(rustile::DType::F16, 32, 16, 0).with_b(hgemm::BLayout::Transposed)
+    };
+    let ones: Vec<u16> = vec![hgemm::round(h.ty, 1.0); 32 * 16];
+    let mut hc = gpu.upload(&ones, "C").unwrap();
+    let (ha, hb) = (
+        gpu.alloc::<u16>(1, "A").unwrap(),
+        gpu.alloc::<u16>(1, "B").unwrap(),
+    );
+    hgemm::cublas(&blas, gpu.stream(), &h, &ha, &hb, &mut Out::Half(&mut hc)).unwrap();
+    let got = gpu.download(&hc, "C").unwrap();
+    assert!(got.iter().all(|&v| hgemm::widen(h.ty, v) == 2.0));
+    // Another stream than the handle's is refused (the buffers would be ordered on the wrong
+    // one), with buffers that pass every other check.
+    let other = gpu.context().new_stream().unwrap();
+    let r = hgemm::cublas(&blas, &other, &h, &ha, &hb, &mut Out::Half(&mut hc));
+    assert!(matches!(r, Err(Error::Usage(_))), "{r:?}");
+    let h = hgemm::Problem::new(rustile::DType::F16, 32, 16, 8);
+    let r = hgemm::cublas(&blas, gpu.stream(), &h, &ha, &hb, &mut Out::Half(&mut hc));
+    assert!(matches!(r, Err(Error::BufferLength { .. })), "{r:?}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn dispatcher_split_k_refuses_a_misaligned_view_and_the_device_stays_usable() {
+    use rustile::gemm::{self, GemmProblem, Scratch};
+    let gpu = gpu();
+    // Few tiles and M not a multiple of 4 (so not the NT path, which transposes A first): the
+    // dispatcher splits K over the warp tile, whose 16-byte loads read the caller's A.
+    let p = GemmProblem::new(126, 128, 4096);
+    assert!(gemm::split_k_slices(&p.aligned(), gpu.info().sm_count) > 1);
+    let (la, lb, lc) = p.lens().unwrap();
+    let a = gpu.upload(&vec![1.0f32; la + 1], "A").unwrap();
+    let b = gpu.upload(&vec![1.0f32; lb], "B").unwrap();
+    let mut c = gpu.alloc::<f32>(lc, "C").unwrap();
+    let r = gemm::run(&gpu, &p, &a.slice(1..), &b, &mut c, &mut Scratch::default());
+    assert!(
+        matches!(r, Err(Error::Misaligned { buffer: "a", .. })),
+        "{r:?}"
+    );
+    // No fault was left behind: an aligned product runs and is right.
+    gemm::run(
+        &gpu,
+        &p,
+        &a.slice(..la),
+        &b,
+        &mut c,
+        &mut Scratch::default(),
+    )
+    .unwrap();
+    let got = gpu.download(&c, "C").unwrap();
+    assert!(got.iter().all(|&v| v == 4096.0));
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
+    use rustile::hgemm::{self, Out, Problem, Variant};
+    use rustile::DType;
+    let gpu = gpu();
+    let p = Problem::new(DType::F16, 128, 128, 64);
+    let [la, lb, lc] = p.lens().unwrap();
+    let a = gpu.alloc::<u16>(la, "a").unwrap();
+    let b = gpu.alloc::<u16>(lb, "b").unwrap();
+    let mut c = gpu.alloc::<u16>(lc, "c").unwrap();
+    let variants: &[Variant] = if gpu.flavour() == rustile::ptx::Flavour::Sm90a {
+        &[Variant::Mma, Variant::MmaPipeline, Variant::WgmmaWs]
+    } else {
+        &[Variant::Mma, Variant::MmaPipeline]
+    };
+    for &v in variants {
+        let prep = hgemm::prepare(&gpu, Some(v), &p, &a, &b, &Out::Half(&mut c), None).unwrap();
+        prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut c), None)
+            .unwrap();
+        // Short buffers at launch are refused, whatever `prepare` saw.
+        let short = gpu.alloc::<u16>(lb - 1, "short b").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &short, &mut Out::Half(&mut c), None);
+        assert!(
+            matches!(r, Err(Error::BufferLength { .. })),
+            "{}: {r:?}",
+            v.name()
+        );
+        let mut short_c = gpu.alloc::<u16>(lc - 1, "short c").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut short_c), None);
+        assert!(
+            matches!(r, Err(Error::BufferLength { .. })),
+            "{}: {r:?}",
+            v.name()
+        );
+        // C of another type than the problem's.
+        let mut cf = gpu.alloc::<f32>(lc, "c f32").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &b, &mut Out::F32(&mut cf), None);
+        assert!(matches!(r, Err(Error::Usage(_))), "{}: {r:?}", v.name());
+        // Other A/B buffers of the right size: fine for the mma kernels; wgmma_ws's tensor
+        // maps hold the prepared addresses, so it refuses them.
+        let a2 = gpu.alloc::<u16>(la, "a2").unwrap();
+        let r = prep.launch(gpu.stream(), &a2, &b, &mut Out::Half(&mut c), None);
+        match v {
+            Variant::WgmmaWs => assert!(matches!(r, Err(Error::Usage(_))), "{r:?}"),
+            _ => r.unwrap(),
+        }
+    }
+    gpu.synchronize("prepared launches").unwrap();
 }

@@ -296,7 +296,7 @@ fn gemm_pipeline_matches_a_float64_reference_and_catches_corruption() {
     let pipe = Pipeline::new(&gpu, plan, work).unwrap();
     pipe.run(&input, &mut output).unwrap();
     let v = pipe.verify(input.as_slice(), output.as_slice()).unwrap();
-    assert!(!v.exact && v.max_rel_error <= v.tolerance, "{v:?}");
+    assert!(!v.exact && v.worst_over_bound <= 1.0, "{v:?}");
     let at = plan.out_chunk(1).start + 5;
     output.as_mut_slice()[at] += 1.0;
     let e = pipe
@@ -344,7 +344,7 @@ fn gemm_study_calibrates_its_shape_at_small_sizes() {
         .iter()
         .all(|p| p.gemm_ms > 0.0 && p.h2d_ms > 0.0));
     let o = rustile::orch::overlap::study(&gpu, &cfg, |_| {}).unwrap();
-    assert!(!o.verified.exact && o.verified.max_rel_error <= o.verified.tolerance);
+    assert!(!o.verified.exact && o.verified.worst_over_bound <= 1.0);
     assert_eq!(o.calibration.compute_reps, 1);
     assert_eq!(o.rows.len(), 1 + 2);
     assert_eq!(

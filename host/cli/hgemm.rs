@@ -210,11 +210,16 @@ pub fn size(t: &str) -> Result<(usize, usize, usize), String> {
         .map(|x| x.trim().parse::<usize>())
         .collect::<Result<_, _>>()
         .map_err(|_| bad())?;
-    match d[..] {
-        [n] => Ok((n, n, n)),
-        [m, n, k] => Ok((m, n, k)),
-        _ => Err(bad()),
-    }
+    let (m, n, k) = match d[..] {
+        [n] => (n, n, n),
+        [m, n, k] => (m, n, k),
+        _ => return Err(bad()),
+    };
+    // The shape's own checks (M, N ≥ 1, every dimension below 2³¹), before any work.
+    hgemm::Problem::new(DType::F16, m, n, k)
+        .check()
+        .map_err(|e| format!("bad size `{t}`: {e}"))?;
+    Ok((m, n, k))
 }
 
 #[cfg(test)]

@@ -9,6 +9,14 @@ use super::{positive, writable_dir};
 use crate::orch::cli::{kernel_spec, order, KernelSpec, GATHER_STRIDE, GEMM_K};
 use crate::orch::pipeline::StageOrder;
 
+/// A positive count of MiB whose bytes fit `usize` (so `N << 20` cannot wrap later).
+pub fn mib(s: &str) -> Result<usize, String> {
+    let n = positive(s)?;
+    n.checked_mul(1 << 20)
+        .map(|_| n)
+        .ok_or_else(|| format!("`{s}` MiB overflow the address space"))
+}
+
 /// The studies.
 #[derive(Debug, Subcommand)]
 pub enum OrchCommand {
@@ -30,7 +38,7 @@ const OUT: &str = "target/rustile-orchestration";
 #[derive(Clone, Debug, Args)]
 pub struct TransferArgs {
     /// Largest transfer, MiB
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 1024)]
+    #[arg(long, value_name = "N", value_parser = mib, default_value_t = 1024)]
     pub max_mib: usize,
     /// Results directory
     #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = OUT)]
@@ -41,10 +49,10 @@ pub struct TransferArgs {
 #[derive(Clone, Debug, Args)]
 pub struct OverlapArgs {
     /// Batch, MiB [default: 1024]
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = mib)]
     pub batch_mib: Option<usize>,
     /// Chunk, MiB [default: 32]
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = mib)]
     pub chunk_mib: Option<usize>,
     /// Stream counts to compare [default: 1,2,3,4]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive)]
@@ -87,7 +95,7 @@ pub struct LaunchArgs {
 #[derive(Clone, Debug, Args)]
 pub struct MemoryArgs {
     /// Allocation sizes, MiB
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = mib,
           default_value = "1,64,256")]
     pub sizes_mib: Vec<usize>,
     /// Allocations per repetition
@@ -108,10 +116,10 @@ pub struct OrchestrationArgs {
     #[arg(long, value_name = "S", value_parser = positive, default_value_t = GATHER_STRIDE)]
     pub gather: usize,
     /// The gather's batch, MiB [default: the plan's]
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = mib)]
     pub gather_batch_mib: Option<usize>,
     /// The gather's chunk, MiB [default: the plan's]
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = mib)]
     pub gather_chunk_mib: Option<usize>,
     /// The SGEMM's K (columns of A, rows of B)
     #[arg(long, value_name = "K", value_parser = positive, default_value_t = GEMM_K)]

@@ -60,7 +60,8 @@ impl Tiny {
         let bytes = TINY_ELEMS * 4;
         let src = DeviceBuffer::new(ctx, bytes, "tiny kernel src")?;
         let dst = DeviceBuffer::new(ctx, bytes, "tiny kernel dst")?;
-        // SAFETY: initialises src so the kernels read defined values.
+        // SAFETY: `src` is a live allocation of `bytes` bytes (just made); the memset
+        // initialises it so the kernels read defined values.
         unsafe { cudarc::driver::sys::cuMemsetD8_v2(src.ptr(), 0x3f, bytes) }
             .result()
             .during(|| "initialising the tiny kernel's input".into())?;

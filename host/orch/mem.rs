@@ -178,7 +178,8 @@ pub struct DeviceBuffer {
 }
 
 impl DeviceBuffer {
-    /// Allocates `bytes` (uninitialised). Out of memory is [`Error::OutOfMemory`].
+    /// Allocates `bytes`, uninitialised (only its raw address is handed out: reading it takes
+    /// an unsafe launch or copy). Out of memory is [`Error::OutOfMemory`].
     pub fn new(ctx: &Arc<CudaContext>, bytes: usize, what: &str) -> Result<Self> {
         if bytes == 0 {
             return Err(Error::ZeroSize {
@@ -188,7 +189,9 @@ impl DeviceBuffer {
         }
         ctx.bind_to_thread()
             .during(|| "binding the context".into())?;
-        // SAFETY: a plain allocation, freed once in Drop; users write before they read.
+        // SAFETY: a plain allocation, freed once in Drop. The memory is uninitialised; it is
+        // reachable only through its raw address (`ptr`), i.e. through unsafe launches and
+        // copies whose contracts cover what they read.
         let ptr =
             unsafe { result::malloc_sync(bytes) }.map_err(|e| oom_or_driver(e, bytes, what))?;
         Ok(Self {

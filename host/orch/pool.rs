@@ -167,8 +167,9 @@ impl StreamPool {
         self.ctx
             .bind_to_thread()
             .during(|| "binding the context".into())?;
-        // SAFETY: pool and stream are valid; the memory is uninitialised and users write it
-        // before reading.
+        // SAFETY: pool and stream are valid (owned / borrowed). The memory is uninitialised;
+        // it is reachable only through its raw address, i.e. through unsafe launches and
+        // copies whose contracts cover what they read.
         let ptr = unsafe { result::mem_pool::alloc_async(self.pool, bytes, stream.cu_stream()) }
             .map_err(|e| oom_or_driver(e, bytes, "pool allocation"))?;
         self.live.insert(ptr, bytes);
@@ -187,8 +188,10 @@ impl StreamPool {
         self.ctx
             .bind_to_thread()
             .during(|| "binding the context".into())?;
-        // SAFETY: `buf` came from this pool and is freed once (it is consumed); work that uses
-        // it was issued on `stream` (or ordered before it) by the caller.
+        // SAFETY: `buf` came from this pool (in `live`) and is freed once (it is consumed).
+        // Work using it could only be enqueued through unsafe launches and copies whose
+        // contracts keep it alive until that work completes; the free is ordered after
+        // everything already on `stream`.
         unsafe { result::free_async(buf.ptr, stream.cu_stream()) }
             .during(|| format!("freeing {} pool bytes", buf.bytes))?;
         self.acct.on_free(buf.bytes);

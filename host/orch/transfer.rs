@@ -90,24 +90,32 @@ fn time_copies(
     mut copy: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
     let ctx = gpu.context();
-    for _ in 0..warmup {
-        copy()?;
-    }
-    stream.synchronize().during(|| "transfer warm-up".into())?;
-    let mut pairs = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let a = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        let b = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        a.record(stream).during(|| "recording an event".into())?;
-        copy()?;
-        b.record(stream).during(|| "recording an event".into())?;
-        pairs.push((a, b));
-    }
-    stream.synchronize().during(|| "timed transfers".into())?;
+    let mut enqueue = || -> Result<Vec<_>> {
+        for _ in 0..warmup {
+            copy()?;
+        }
+        stream.synchronize().during(|| "transfer warm-up".into())?;
+        let mut pairs = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let a = ctx
+                .new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())?;
+            let b = ctx
+                .new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())?;
+            a.record(stream).during(|| "recording an event".into())?;
+            copy()?;
+            b.record(stream).during(|| "recording an event".into())?;
+            pairs.push((a, b));
+        }
+        Ok(pairs)
+    };
+    let pairs = enqueue();
+    // On every path out, errors included: the copies are finished before the callers' host
+    // slices can be freed.
+    let synced = stream.synchronize().during(|| "timed transfers".into());
+    let pairs = pairs?;
+    synced?;
     let samples = pairs
         .iter()
         .map(|(a, b)| a.elapsed_ms(b).map(f64::from))
@@ -187,28 +195,43 @@ fn bidirectional(gpu: &Gpu, bytes: usize) -> Result<Bidirectional> {
     ctx.bind_to_thread()
         .during(|| "binding the context".into())?;
     let mut samples = Vec::new();
-    for rep in 0..8 {
-        let a = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        let b = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        a.record(&up).during(|| "recording an event".into())?;
-        down.wait(&a).during(|| "ordering streams".into())?;
-        // SAFETY: both device buffers hold `bytes`; the host buffers outlive the copies (the
-        // streams are synchronised below before the next iteration or return).
-        unsafe { result::memcpy_htod_async(d_up.ptr(), src.as_slice(), up.cu_stream()) }
-            .during(|| "bidirectional H2D".into())?;
-        unsafe { result::memcpy_dtoh_async(dst.as_mut_slice(), d_down.ptr(), down.cu_stream()) }
+    let mut run = || -> Result<()> {
+        for rep in 0..8 {
+            let a = ctx
+                .new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())?;
+            let b = ctx
+                .new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())?;
+            a.record(&up).during(|| "recording an event".into())?;
+            down.wait(&a).during(|| "ordering streams".into())?;
+            // SAFETY: both device buffers hold `bytes`; the host buffers outlive the copies (both
+            // streams are synchronised before the next iteration, and after the loop on every
+            // path out of it).
+            unsafe { result::memcpy_htod_async(d_up.ptr(), src.as_slice(), up.cu_stream()) }
+                .during(|| "bidirectional H2D".into())?;
+            unsafe {
+                result::memcpy_dtoh_async(dst.as_mut_slice(), d_down.ptr(), down.cu_stream())
+            }
             .during(|| "bidirectional D2H".into())?;
-        up.join(&down).during(|| "joining streams".into())?;
-        b.record(&up).during(|| "recording an event".into())?;
-        up.synchronize().during(|| "bidirectional copies".into())?;
-        if rep >= 2 {
-            samples.push(a.elapsed_ms(&b).during(|| "reading event times".into())? as f64);
+            up.join(&down).during(|| "joining streams".into())?;
+            b.record(&up).during(|| "recording an event".into())?;
+            up.synchronize().during(|| "bidirectional copies".into())?;
+            if rep >= 2 {
+                samples.push(a.elapsed_ms(&b).during(|| "reading event times".into())? as f64);
+            }
         }
-    }
+        Ok(())
+    };
+    let ran = run();
+    // Both streams finished on every path out, errors included, before `src` and `dst` (pinned,
+    // dropped at return) are freed.
+    let synced = up
+        .synchronize()
+        .and_then(|()| down.synchronize())
+        .during(|| "bidirectional copies".into());
+    ran?;
+    synced?;
     let median_ms = Stats::from_samples(samples).median_ms;
     Ok(Bidirectional {
         bytes,

@@ -24,6 +24,13 @@
 //! What it does not model: timing, caches, the memory model's weaker orderings (everything is
 //! sequentially consistent here), asynchronous proxies, and the Hopper-only primitives (wgmma,
 //! TMA, clusters), which have no host implementation: a kernel using them cannot be simulated.
+//!
+//! Why [`Simulator::launch`] is safe with any arguments: pointers are simulated addresses that
+//! the kernels pass to the hooks (`ld_global`, `st_shared`, …), which check them; nothing
+//! dereferences them as host memory. One caveat lies in the kernels, not here: address
+//! arithmetic written as `ptr.add(i)` (e.g. `strided::v01_gather`) is, on the host, pointer
+//! arithmetic outside any Rust allocation — out of contract for `add` even though the result is
+//! only handed to a hook; `wrapping_add` is the form that is defined for any address.
 
 pub mod analysis;
 mod block;
@@ -49,6 +56,10 @@ pub struct SimLimits {
     pub sm_count: u32,
     /// Primitive calls one thread may make between two barriers before it is declared stuck.
     pub step_budget: u64,
+    /// Simulated device memory, bytes: live allocations together may hold at most this much
+    /// (each is host memory; a larger request is [`Error::OutOfMemory`], refused before any
+    /// host memory is taken for it).
+    pub max_memory_bytes: usize,
 }
 
 impl Default for SimLimits {
@@ -59,6 +70,7 @@ impl Default for SimLimits {
             max_grid: (i32::MAX as u32, 65535, 65535),
             sm_count: 132,
             step_budget: 10_000_000,
+            max_memory_bytes: 4 << 30,
         }
     }
 }
@@ -78,6 +90,8 @@ pub(crate) struct Allocation {
 pub(crate) struct Memory {
     allocs: BTreeMap<u64, Allocation>,
     next: u64,
+    /// Bytes held by `allocs`.
+    used: usize,
 }
 
 impl Memory {
@@ -172,6 +186,7 @@ impl Simulator {
             memory: RefCell::new(Memory {
                 allocs: BTreeMap::new(),
                 next: BASE_ADDR,
+                used: 0,
             }),
             analysis: RefCell::new(None),
             launches: Cell::new(0),
@@ -188,7 +203,30 @@ impl Simulator {
         self.launches.get()
     }
 
-    /// Allocates `n` elements, zero-filled.
+    /// Bytes of simulated device memory the live allocations hold.
+    pub fn used_bytes(&self) -> usize {
+        self.memory.borrow().used
+    }
+
+    /// Whether `bytes` more fit in the simulated device memory
+    /// ([`SimLimits::max_memory_bytes`] less what is allocated): [`Error::OutOfMemory`] if not.
+    /// What a caller checks before it builds host data for buffers it will allocate here.
+    pub fn check_fits(&self, bytes: usize, what: &str) -> Result<()> {
+        let used = self.used_bytes();
+        let limit = self.limits.max_memory_bytes;
+        if bytes > limit.saturating_sub(used) {
+            return Err(Error::OutOfMemory {
+                bytes,
+                what: format!(
+                    "{what} (the simulator holds at most {limit} bytes, {used} of them in use)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Allocates `n` elements, zero-filled. More than the simulated memory holds
+    /// ([`Simulator::check_fits`]) is [`Error::OutOfMemory`].
     pub fn alloc<T>(&self, n: usize, what: &str) -> Result<SimBuf<T>> {
         let bytes = n
             .checked_mul(std::mem::size_of::<T>())
@@ -196,9 +234,9 @@ impl Simulator {
                 kernel: what.to_string(),
                 what: format!("{n} elements overflow usize"),
             })?;
+        self.check_fits(bytes, what)?;
         let mut mem = self.memory.borrow_mut();
         let addr = mem.next;
-        mem.next = (addr + bytes as u64 + GAP).div_ceil(256) * 256;
         let mut data = Vec::new();
         data.try_reserve_exact(bytes)
             .map_err(|_| Error::OutOfMemory {
@@ -206,6 +244,8 @@ impl Simulator {
                 what: format!("{what} (simulator, host memory)"),
             })?;
         data.resize(bytes, 0);
+        mem.next = (addr + bytes as u64 + GAP).div_ceil(256) * 256;
+        mem.used += bytes;
         mem.allocs.insert(
             addr,
             Allocation {
@@ -222,33 +262,49 @@ impl Simulator {
 
     /// Frees a buffer (and every view of it).
     pub fn free<T>(&self, buf: SimBuf<T>) {
-        self.memory.borrow_mut().allocs.remove(&buf.addr);
+        let mut mem = self.memory.borrow_mut();
+        if let Some(a) = mem.allocs.remove(&buf.addr) {
+            mem.used -= a.data.len();
+        }
     }
 
-    /// Copies `host` into `buf`.
-    pub fn write<T: Copy>(&self, buf: &SimBuf<T>, host: &[T]) -> Result<()> {
-        let bytes = std::mem::size_of_val(host);
+    /// Copies `host` into `buf` (at most `buf`'s elements; more is [`Error::Usage`]). `T` is
+    /// plain data ([`bytemuck::Pod`]: every byte pattern is a value, no padding), so its bytes
+    /// can be copied as they are.
+    pub fn write<T: bytemuck::Pod>(&self, buf: &SimBuf<T>, host: &[T]) -> Result<()> {
+        if std::mem::size_of::<T>() == 0 {
+            return Ok(());
+        }
+        if host.len() > buf.len {
+            return Err(Error::Usage(format!(
+                "simulator write: {} elements into a buffer of {}",
+                host.len(),
+                buf.len
+            )));
+        }
+        let src: &[u8] = bytemuck::cast_slice(host);
         let mut mem = self.memory.borrow_mut();
         let dst = mem
-            .find_mut(buf.addr, bytes)
+            .find_mut(buf.addr, src.len())
             .map_err(|e| Error::Usage(format!("simulator write: {e}")))?;
-        // SAFETY: `host` is `bytes` bytes of plain data.
-        let src = unsafe { std::slice::from_raw_parts(host.as_ptr() as *const u8, bytes) };
         dst.copy_from_slice(src);
         Ok(())
     }
 
-    /// Copies `buf` out.
-    pub fn read<T: Copy + Default>(&self, buf: &SimBuf<T>) -> Result<Vec<T>> {
-        let mut out = vec![T::default(); buf.len];
-        let bytes = std::mem::size_of_val(out.as_slice());
+    /// Copies `buf` out. `T` is plain data ([`bytemuck::Pod`]), so any bytes the kernel left
+    /// there are a value of it.
+    pub fn read<T: bytemuck::Pod>(&self, buf: &SimBuf<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); buf.len];
+        if std::mem::size_of::<T>() == 0 {
+            return Ok(out);
+        }
+        let dst: &mut [u8] = bytemuck::cast_slice_mut(out.as_mut_slice());
+        let bytes = dst.len();
         let mem = self.memory.borrow();
         let (base, a) = mem
             .find(buf.addr, bytes)
             .map_err(|e| Error::Usage(format!("simulator read: {e}")))?;
         let off = (buf.addr - base) as usize;
-        // SAFETY: `out` is `bytes` bytes of plain data, fully overwritten.
-        let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, bytes) };
         dst.copy_from_slice(&a.data[off..off + bytes]);
         Ok(out)
     }

@@ -34,8 +34,8 @@ impl CopyProblem {
     }
 
     /// Elements `src` and `dst` must hold.
-    pub fn lens(&self) -> (usize, usize) {
-        (self.n, self.n)
+    pub fn lens(&self) -> Result<(usize, usize)> {
+        Ok((self.n, self.n))
     }
 
     /// Checks the arguments of `kernel` for this problem.

@@ -14,7 +14,8 @@ use crate::gpu::Gpu;
 use super::*;
 
 /// cuBLAS SGEMM (TF32 off: cuBLAS's default math mode) on row-major data: computes
-/// `Cᵀ = Bᵀ·Aᵀ` in cuBLAS's column-major view.
+/// `Cᵀ = Bᵀ·Aᵀ` in cuBLAS's column-major view. The shape and the buffers' lengths are checked
+/// first ([`cublas_sgemm_config`]); at K = 0 it is `C = β·C`.
 pub fn cublas_sgemm(
     blas: &CudaBlas,
     p: &GemmProblem,
@@ -22,23 +23,84 @@ pub fn cublas_sgemm(
     b: &CudaSlice<f32>,
     c: &mut CudaSlice<f32>,
 ) -> Result<()> {
-    use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
-    let cfg = GemmConfig {
-        transa: CUBLAS_OP_N,
-        transb: CUBLAS_OP_N,
-        m: p.n as i32,
-        n: p.m as i32,
-        k: p.k as i32,
-        alpha: p.alpha,
-        lda: p.ldb as i32,
-        ldb: p.lda as i32,
-        beta: p.beta,
-        ldc: p.ldc as i32,
-    };
-    // SAFETY: the column-major view of row-major B (n × k, ld ldb), A (k × m, ld lda) and C
-    // (n × m, ld ldc); the buffers hold those spans (the caller allocated them from `lens`).
+    let cfg = cublas_sgemm_config(p, a.len(), b.len(), c.len())?;
+    // SAFETY: cuBLAS reads B (n × k column-major, ld `cfg.lda`) and A (k × m, ld `cfg.ldb`)
+    // and writes C (n × m, ld `ldc`); `cublas_sgemm_config` checked that the buffers hold
+    // those spans and that every dimension fits its i32; cudarc orders the call on the
+    // handle's stream after the buffers' earlier work and keeps their guards until it is
+    // enqueued.
     unsafe { blas.gemm(cfg, b, a, c) }
         .map_err(|e| Error::Usage(format!("cuBLAS SGEMM {}: {e:?}", p.shape())))
+}
+
+/// The checked cuBLAS configuration of [`cublas_sgemm`] for buffers of `a`, `b`, `c` elements:
+/// M, N ≥ 1 ([`Error::ZeroSize`]), pitches at least their rows ([`Error::Usage`]), every
+/// dimension within cuBLAS's i32 ([`Error::TooLarge`]), buffers at least the shape's spans
+/// ([`Error::BufferLength`]; A and B are not read at K = 0). cuBLAS wants every leading
+/// dimension ≥ 1 even where K = 0 leaves A and B empty, so those are at least 1.
+pub fn cublas_sgemm_config(
+    p: &GemmProblem,
+    a: usize,
+    b: usize,
+    c: usize,
+) -> Result<GemmConfig<f32>> {
+    use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+    let kernel = || "cuBLAS SGEMM".to_string();
+    let shape = p.shape();
+    for (what, v) in [("m", p.m), ("n", p.n)] {
+        if v == 0 {
+            return Err(Error::ZeroSize {
+                kernel: kernel(),
+                what,
+            });
+        }
+    }
+    for (what, ld, row) in [
+        ("lda", p.lda, p.k),
+        ("ldb", p.ldb, p.n),
+        ("ldc", p.ldc, p.n),
+    ] {
+        if ld < row {
+            return Err(Error::Usage(format!(
+                "{} {shape}: {what} = {ld} is less than the row length {row}",
+                kernel()
+            )));
+        }
+    }
+    let int = |what: &str, v: usize| {
+        i32::try_from(v).map_err(|_| Error::TooLarge {
+            kernel: kernel(),
+            what: format!("{what} = {v} exceeds cuBLAS's i32"),
+        })
+    };
+    let (la, lb, lc) = p.lens()?;
+    let need = [("a", a, la), ("b", b, lb), ("c", c, lc)];
+    for (buffer, got, need) in need
+        .into_iter()
+        .filter(|&(name, ..)| p.k > 0 || name == "c")
+    {
+        if got < need {
+            return Err(Error::BufferLength {
+                kernel: kernel(),
+                buffer,
+                got,
+                need,
+                shape: shape.clone(),
+            });
+        }
+    }
+    Ok(GemmConfig {
+        transa: CUBLAS_OP_N,
+        transb: CUBLAS_OP_N,
+        m: int("n", p.n)?,
+        n: int("m", p.m)?,
+        k: int("k", p.k)?,
+        alpha: p.alpha,
+        lda: int("ldb", p.ldb.max(1))?,
+        ldb: int("lda", p.lda.max(1))?,
+        beta: p.beta,
+        ldc: int("ldc", p.ldc.max(1))?,
+    })
 }
 
 /// FP32 lanes per SM by compute capability (A100's sm_80 has 64; sm_86 and later 128).
@@ -117,10 +179,25 @@ pub fn bench(
     let blas = crate::vendor::cublas(gpu.stream())?;
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut rows = Vec::new();
+    // Every problem checked before anything is allocated: the shape (with buffers of exactly
+    // its spans), and A, B, C and cuBLAS's C against the device's memory.
+    let spans = |p: &GemmProblem| -> Result<(usize, usize, usize)> {
+        let (la, lb, lc) = p.lens()?;
+        Ok((la.max(1), lb.max(1), lc))
+    };
     for p in problems {
-        let (la, lb, lc) = p.lens();
-        let a = gpu.upload(&random_vec::<f32>(la.max(1), &mut rng), "A")?;
-        let b = gpu.upload(&random_vec::<f32>(lb.max(1), &mut rng), "B")?;
+        let (la, lb, lc) = spans(p)?;
+        cublas_sgemm_config(p, la, lb, lc)?;
+        let bytes = check::total_bytes("gemm bench", &[(la, 4), (lb, 4), (lc, 8)])?;
+        gpu.check_fits(
+            bytes,
+            &format!("gemm bench {}: A, B, C, C reference", p.shape()),
+        )?;
+    }
+    for p in problems {
+        let (la, lb, lc) = spans(p)?;
+        let a = gpu.upload(&random_vec::<f32>(la, &mut rng), "A")?;
+        let b = gpu.upload(&random_vec::<f32>(lb, &mut rng), "B")?;
         let mut c = gpu.alloc::<f32>(lc, "C")?;
         gpu.fill(&mut c, 0.0, "C")?;
         let mut c_ref = gpu.alloc::<f32>(lc, "C reference")?;

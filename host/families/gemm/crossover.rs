@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::elem::random_vec;
-use crate::error::{DriverContext, Result};
+use crate::error::{DriverContext, Error, Result};
 use crate::families::gemm::{self, GemmProblem, Scratch};
 use crate::gpu::Gpu;
 use crate::harness::{self, L2Mode, Stats, TimingConfig};
@@ -44,9 +44,28 @@ fn median_wall(budget_s: f64, mut f: impl FnMut() -> Result<()>) -> Result<f64> 
     Ok(Stats::from_samples(samples).median_ms)
 }
 
-/// CPU `C = A·B` (row-major, n × n) with the `gemm` crate on every core.
-pub fn cpu_sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
-    // SAFETY: the three slices hold n·n elements; row stride n, column stride 1.
+/// CPU `C = A·B` (row-major, n × n) with the `gemm` crate on every core. Each slice must hold
+/// at least `n·n` elements ([`Error::BufferLength`]; [`Error::TooLarge`] when `n·n` overflows).
+pub fn cpu_sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) -> Result<()> {
+    let kernel = || "crossover CPU SGEMM".to_string();
+    let need = n.checked_mul(n).ok_or_else(|| Error::TooLarge {
+        kernel: kernel(),
+        what: format!("{n} × {n} elements overflow usize"),
+    })?;
+    let isize_ok = isize::try_from(n).is_ok();
+    for (buffer, got) in [("a", a.len()), ("b", b.len()), ("c", c.len())] {
+        if got < need || !isize_ok {
+            return Err(Error::BufferLength {
+                kernel: kernel(),
+                buffer,
+                got,
+                need,
+                shape: format!("{n}x{n}x{n}"),
+            });
+        }
+    }
+    // SAFETY: the three slices hold at least n·n elements (checked above) and `c` is the only
+    // one written; row stride n, column stride 1, so every access is inside them.
     unsafe {
         ::gemm::gemm(
             n,
@@ -70,6 +89,7 @@ pub fn cpu_sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
             ::gemm::Parallelism::Rayon(0),
         )
     }
+    Ok(())
 }
 
 /// Runs the study at each `n`.
@@ -88,10 +108,7 @@ pub fn run(
         let a: Vec<f32> = random_vec(n * n, &mut rng);
         let b: Vec<f32> = random_vec(n * n, &mut rng);
         let mut c = vec![0.0f32; n * n];
-        let cpu_ms = median_wall(0.5, || {
-            cpu_sgemm(n, &a, &b, &mut c);
-            Ok(())
-        })?;
+        let cpu_ms = median_wall(0.5, || cpu_sgemm(n, &a, &b, &mut c))?;
         // Check the CPU result against the GPU's: the two must agree.
         let da = gpu.upload(&a, "A")?;
         let db = gpu.upload(&b, "B")?;

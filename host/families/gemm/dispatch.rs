@@ -1,8 +1,6 @@
 //! The dispatcher: which variant runs, padding scratch, split-K, the NT pipeline.
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice,
-};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
 use rustile_kernels::registry::KernelInfo;
 
@@ -105,17 +103,24 @@ fn launch_split_k(
         beta: 0.0,
         ..*p
     };
+    // The real addresses: the warp tile's 16-byte loads need A and B aligned (a caller's view
+    // may start anywhere), which `check` proves only from the pointers themselves.
+    let w_ptr = w.device_ptr(gpu.stream()).0;
     part.check(
         kernel,
-        BufArg::new("a", a.len(), 0),
-        BufArg::new("b", b.len(), 0),
-        BufArg::new("workspace", w.len(), 0),
+        BufArg::new("a", a.len(), a.ptr()),
+        BufArg::new("b", b.len(), b.ptr()),
+        BufArg::new("workspace", w.len(), w_ptr),
     )?;
     let (_, entry) = rustile_kernels::registry::by_symbol(symbol)
         .ok_or_else(|| Error::Usage(format!("no registered entry `{symbol}`")))?;
     let (gx, gy, _) = part.grid(kernel);
-    let w_ptr = w.device_ptr(gpu.stream()).0;
-    let plan = part.plan_entry(kernel, entry, (gx, gy, splits as u64), [a.ptr(), b.ptr(), w_ptr]);
+    let plan = part.plan_entry(
+        kernel,
+        entry,
+        (gx, gy, splits as u64),
+        [a.ptr(), b.ptr(), w_ptr],
+    );
     // SAFETY: the warp tile's signature with C = the workspace; `check` proved A and B spans
     // and the alignment the 16-byte loads need; the workspace holds splits · m · n elements and
     // slice z is written at z · m · n; the grid's z is `splits`.
@@ -283,6 +288,12 @@ fn transpose_a<'a>(
         rows: p.m,
         cols: p.k,
     };
-    crate::families::transpose::launch(gpu, crate::families::transpose::best(&tp, 4), &tp, &a, a_t)?;
+    crate::families::transpose::launch(
+        gpu,
+        crate::families::transpose::best(&tp, 4),
+        &tp,
+        &a,
+        a_t,
+    )?;
     Ok(a_t)
 }

@@ -57,18 +57,26 @@ impl GemmProblem {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
     }
 
-    /// Elements A, B, C must hold: `(rows − 1)·ld + cols`.
-    pub fn lens(&self) -> (usize, usize, usize) {
-        let span = |rows: usize, ld: usize, cols: usize| {
-            rows.saturating_sub(1)
-                .saturating_mul(ld)
-                .saturating_add(cols)
+    /// Elements A, B, C must hold: `(rows − 1)·ld + cols` (0 for no rows), or
+    /// [`Error::TooLarge`] when a span overflows `usize`.
+    pub fn lens(&self) -> Result<(usize, usize, usize)> {
+        let span = |what: &str, rows: usize, ld: usize, cols: usize| {
+            if rows == 0 {
+                return Ok(0);
+            }
+            (rows - 1)
+                .checked_mul(ld)
+                .and_then(|v| v.checked_add(cols))
+                .ok_or_else(|| Error::TooLarge {
+                    kernel: format!("gemm {}", self.shape()),
+                    what: format!("{what}: ({rows} − 1)·{ld} + {cols} elements overflow usize"),
+                })
         };
-        (
-            span(self.m, self.lda, self.k),
-            span(self.k, self.ldb, self.n),
-            span(self.m, self.ldc, self.n),
-        )
+        Ok((
+            span("A", self.m, self.lda, self.k)?,
+            span("B", self.k, self.ldb, self.n)?,
+            span("C", self.m, self.ldc, self.n)?,
+        ))
     }
 
     /// The same problem with `lda`, `ldb` rounded up to multiples of 4 (what the 16-byte-load
@@ -86,6 +94,50 @@ impl GemmProblem {
     /// `needs.align`.
     pub fn vectorized(kernel: &KernelInfo) -> bool {
         kernel.needs.align >= 16
+    }
+
+    /// The shape's own checks, before any buffer or kernel: M, N ≥ 1 ([`Error::ZeroSize`]),
+    /// pitches at least their rows ([`Error::Usage`]), every dimension and pitch within the
+    /// kernels' 32-bit indices and spans that fit `usize` ([`Error::TooLarge`]).
+    pub fn check_shape(&self) -> Result<()> {
+        let kernel = || format!("gemm {}", self.shape());
+        for (what, v) in [("m", self.m), ("n", self.n)] {
+            if v == 0 {
+                return Err(Error::ZeroSize {
+                    kernel: kernel(),
+                    what,
+                });
+            }
+        }
+        for (what, ld, row) in [
+            ("lda", self.lda, self.k),
+            ("ldb", self.ldb, self.n),
+            ("ldc", self.ldc, self.n),
+        ] {
+            if ld < row {
+                return Err(Error::Usage(format!(
+                    "{}: {what} = {ld} is less than the row length {row}",
+                    kernel()
+                )));
+            }
+        }
+        let limit = u32::MAX as usize - 256;
+        for (what, v) in [
+            ("m", self.m),
+            ("n", self.n),
+            ("k", self.k),
+            ("lda", self.lda),
+            ("ldb", self.ldb),
+            ("ldc", self.ldc),
+        ] {
+            if v > limit {
+                return Err(Error::TooLarge {
+                    kernel: kernel(),
+                    what: format!("{what} = {v} exceeds the kernels' 32-bit indices"),
+                });
+            }
+        }
+        self.lens().map(|_| ())
     }
 
     /// Checks the arguments of `kernel`.
@@ -134,7 +186,7 @@ impl GemmProblem {
         check::mul(kernel, self.m, self.lda, "A elements")?;
         check::mul(kernel, self.k, self.ldb, "B elements")?;
         check::mul(kernel, self.m, self.ldc, "C elements")?;
-        let (_, lb, lc) = self.lens();
+        let (_, lb, lc) = self.lens()?;
         let la = a_rows
             .saturating_sub(1)
             .saturating_mul(self.lda)
@@ -168,31 +220,62 @@ impl GemmProblem {
             .unwrap_or((0, 0, 0))
     }
 
-    /// float64 reference of `α·A·B + β·C`.
+    /// float64 reference of `α·A·B + β·C` (`m × n`, pitch `n`).
     pub fn reference(&self, a: &[f32], b: &[f32], c: &[f32]) -> Vec<f64> {
-        let mut out = vec![0.0f64; self.m * self.n];
-        for i in 0..self.m {
+        self.reference_scaled(a, b, c).0
+    }
+
+    /// [`GemmProblem::reference`] and, per element, the scale of its rounding error: the sum
+    /// of the absolute values of its terms, `|α|·Σₖ|a·b| + |β·c|` (both `m × n`, pitch `n`).
+    pub fn reference_scaled(&self, a: &[f32], b: &[f32], c: &[f32]) -> (Vec<f64>, Vec<f64>) {
+        let (m, n) = (self.m, self.n);
+        let mut out = vec![0.0f64; m * n];
+        let mut scale = vec![0.0f64; m * n];
+        for i in 0..m {
+            let (row, srow) = (&mut out[i * n..(i + 1) * n], &mut scale[i * n..(i + 1) * n]);
             for kk in 0..self.k {
                 let av = a[i * self.lda + kk] as f64;
-                let brow = &b[kk * self.ldb..kk * self.ldb + self.n];
-                for (o, &bv) in out[i * self.n..(i + 1) * self.n].iter_mut().zip(brow) {
-                    *o += av * bv as f64;
+                let brow = &b[kk * self.ldb..kk * self.ldb + n];
+                for ((o, s), &bv) in row.iter_mut().zip(srow.iter_mut()).zip(brow) {
+                    let t = av * bv as f64;
+                    *o += t;
+                    *s += t.abs();
                 }
             }
-            for j in 0..self.n {
-                let o = &mut out[i * self.n + j];
-                *o *= self.alpha as f64;
+            for j in 0..n {
+                row[j] *= self.alpha as f64;
+                srow[j] *= (self.alpha as f64).abs();
                 if self.beta != 0.0 {
-                    *o += self.beta as f64 * c[i * self.ldc + j] as f64;
+                    let t = self.beta as f64 * c[i * self.ldc + j] as f64;
+                    row[j] += t;
+                    srow[j] += t.abs();
                 }
             }
         }
-        out
+        (out, scale)
     }
 
-    /// Relative error tolerance for f32 accumulation over `k` terms.
+    /// Relative Frobenius tolerance for f32 accumulation over `k` terms: what the whole-output
+    /// [`relative_error`](super::relative_error) is held to where only another f32 result
+    /// (cuBLAS's) is at hand. Validation against float64 checks every element instead
+    /// ([`GemmProblem::element_tolerance`]).
     pub fn tolerance(&self) -> f64 {
         1e-6 * (self.k.max(1) as f64).sqrt()
+    }
+
+    /// Tolerance of one element with float64 reference `r` and term scale `s`
+    /// ([`GemmProblem::reference_scaled`]), the tensor-core check's model for f32: the
+    /// output's rounding (twice the unit roundoff relative to `r`, and the subnormal spacing
+    /// near zero) plus accumulation error. Summing the `k` products and the α, β epilogue in
+    /// f32, in any order, errs by at most `(k + 3)·u·s` (first order, `u = 2⁻²⁴`); that bound
+    /// is used up to `k = 253` and capped at `2⁻¹⁶·s` above (as in the tensor-core check, the
+    /// worst case grows with `k`, random rounding errors only with `√k`). Cancellation
+    /// (`|r| ≪ s`) does not shrink it; a wrong element does not hide in a norm over all of C.
+    pub fn element_tolerance(&self, r: f64, s: f64) -> f64 {
+        let u = <f32 as crate::elem::DeviceElem>::UNIT_ROUNDOFF;
+        let tiny = <f32 as crate::elem::DeviceElem>::TINY;
+        let acc = ((self.k as f64 + 3.0) * u).min(2f64.powi(-16));
+        2.0 * u * r.abs() + tiny + acc * s
     }
 
     /// The launch plan of `kernel` (its f32 entry) for this problem on operands at
@@ -252,9 +335,11 @@ pub fn parse_shape(text: &str) -> Result<GemmProblem> {
         .split(['x', 'X'])
         .map(|s| s.trim().parse::<usize>().map_err(|_| bad()))
         .collect::<Result<_>>()?;
-    match dims[..] {
-        [n] => Ok(GemmProblem::new(n, n, n)),
-        [m, n, k] => Ok(GemmProblem::new(m, n, k)),
-        _ => Err(bad()),
-    }
+    let p = match dims[..] {
+        [n] => GemmProblem::new(n, n, n),
+        [m, n, k] => GemmProblem::new(m, n, k),
+        _ => return Err(bad()),
+    };
+    p.check_shape()?;
+    Ok(p)
 }

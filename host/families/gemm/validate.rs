@@ -1,18 +1,21 @@
-//! Validation: fresh random inputs, poisoned C, float64 reference, relative error.
+//! Validation: fresh random inputs, poisoned C, float64 reference, every element within its
+//! own error bound (scaled by the sum of the absolute values of its terms).
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
 use crate::backend::Backend;
-use crate::check;
+use crate::check::{self, BufArg};
 use crate::elem::random_vec;
 use crate::error::{Error, Result};
 use crate::families::{Case, Scale};
 
 use super::*;
 
-/// Relative Frobenius error `‖got − want‖ / ‖want‖` over C's `m × n` (NaN → infinite).
+/// Relative Frobenius error `‖got − want‖ / ‖want‖` over C's `m × n` (NaN → infinite): a
+/// summary for reports and for comparisons with another f32 result (cuBLAS's), not the
+/// validation check ([`check_elements`] is).
 pub fn relative_error(p: &GemmProblem, got: &[f32], want: &[f64]) -> f64 {
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for i in 0..p.m {
@@ -31,13 +34,109 @@ pub fn relative_error(p: &GemmProblem, got: &[f32], want: &[f64]) -> f64 {
     }
 }
 
+/// Compares every element of `got` (C after the kernel, pitch `ldc`) with the float64
+/// reference `want` within [`GemmProblem::element_tolerance`] of its term scale `scale` (both
+/// `m × n`, pitch `n`, from [`GemmProblem::reference_scaled`]). NaN never passes. Returns the
+/// elements compared, or [`Error::Mismatch`] naming the worst element and how many are wrong.
+pub fn compare_elements(
+    kernel: &str,
+    p: &GemmProblem,
+    got: &[f32],
+    want: &[f64],
+    scale: &[f64],
+) -> Result<usize> {
+    let need = p.lens()?.2;
+    if got.len() < need || want.len() < p.m * p.n || scale.len() < p.m * p.n {
+        return Err(Error::Usage(format!(
+            "{kernel} {}: comparing {} results with {} references (C needs {need})",
+            p.shape(),
+            got.len(),
+            want.len()
+        )));
+    }
+    // (excess over the tolerance, i, j, got, want, tolerance) of the worst element.
+    let mut worst: Option<(f64, usize, usize, f32, f64, f64)> = None;
+    let mut wrong = 0usize;
+    for i in 0..p.m {
+        for j in 0..p.n {
+            let (g, r, s) = (got[i * p.ldc + j], want[i * p.n + j], scale[i * p.n + j]);
+            let tol = p.element_tolerance(r, s);
+            let err = (g as f64 - r).abs();
+            let bad = if r.is_finite() {
+                err.is_nan() || err > tol
+            } else {
+                !(g as f64 == r || (g.is_nan() && r.is_nan()))
+            };
+            if bad {
+                wrong += 1;
+                let excess = if err.is_nan() {
+                    f64::INFINITY
+                } else {
+                    err / tol
+                };
+                if worst.is_none_or(|w| excess > w.0) {
+                    worst = Some((excess, i, j, g, r, tol));
+                }
+            }
+        }
+    }
+    match worst {
+        None => Ok(p.m * p.n),
+        Some((_, i, j, g, r, tol)) => Err(Error::Mismatch {
+            kernel: kernel.to_string(),
+            shape: p.shape(),
+            detail: format!(
+                "C[{i}][{j}] = {g}, float64 reference {r} (tolerance {tol:.3e}, scaled by the \
+                 sum of its terms' magnitudes); {wrong} of {} elements wrong",
+                p.m * p.n
+            ),
+        }),
+    }
+}
+
+/// [`compare_elements`] against the float64 reference of `α·A·B + β·C` on the inputs
+/// `a`, `b`, `c0` (C before the kernel).
+pub fn check_elements(
+    kernel: &str,
+    p: &GemmProblem,
+    a: &[f32],
+    b: &[f32],
+    c0: &[f32],
+    got: &[f32],
+) -> Result<usize> {
+    let (la, lb, lc) = p.lens()?;
+    if a.len() < la || b.len() < lb || c0.len() < lc {
+        return Err(Error::Usage(format!(
+            "{kernel} {}: reference inputs of {}, {}, {} elements; the shape needs {la}, {lb}, {lc}",
+            p.shape(),
+            a.len(),
+            b.len(),
+            c0.len()
+        )));
+    }
+    let (want, scale) = p.reference_scaled(a, b, c0);
+    compare_elements(kernel, p, got, &want, &scale)
+}
+
 /// Runs `kernel` once on fresh random A, B, C (C poisoned with NaN where β = 0 and between rows
-/// where `ldc > n`) and checks it against the float64 reference. Returns the relative error.
+/// where `ldc > n`) and checks every element against the float64 reference
+/// ([`check_elements`]). Returns the relative Frobenius error (a summary). The shape and the
+/// buffers' sizes are checked before anything is allocated.
 pub fn validate(backend: &Backend, kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<f64> {
+    let name = check::kernel_name(kernel);
+    let (la, lb, lc) = p.lens()?;
+    let (la, lb) = (la.max(1), lb.max(1));
+    p.check(
+        kernel,
+        BufArg::new("a", la, 0),
+        BufArg::new("b", lb, 0),
+        BufArg::new("c", lc, 0),
+    )?;
+    let bytes = check::total_bytes(&name, &[(la, 4), (lb, 4), (lc, 4)])?;
+    backend.check_fits(bytes, &format!("{name} {}: A, B and C", p.shape()))?;
     let mut rng = SmallRng::seed_from_u64(seed);
-    let (la, lb, lc) = p.lens();
-    let a: Vec<f32> = random_vec(la.max(1), &mut rng);
-    let b: Vec<f32> = random_vec(lb.max(1), &mut rng);
+    let a: Vec<f32> = random_vec(la, &mut rng);
+    let b: Vec<f32> = random_vec(lb, &mut rng);
     let c0: Vec<f32> = if p.beta == 0.0 {
         vec![f32::NAN; lc]
     } else {
@@ -49,29 +148,22 @@ pub fn validate(backend: &Backend, kernel: &KernelInfo, p: &GemmProblem, seed: u
     launch_on(backend, kernel, p, &da, &db, &mut dc)?;
     backend.synchronize("gemm")?;
     let got = backend.download(&dc, "C")?;
-    let want = p.reference(&a, &b, &c0);
-    let e = relative_error(p, &got, &want);
     // Elements between rows (ldc > n) must be untouched.
     for i in 0..p.m.saturating_sub(1) {
         for j in p.n..p.ldc {
             let idx = i * p.ldc + j;
             if got[idx].to_bits() != c0[idx].to_bits() {
                 return Err(Error::Mismatch {
-                    kernel: check::kernel_name(kernel),
+                    kernel: name,
                     shape: p.shape(),
                     detail: format!("wrote C[{i}][{j}], outside the n = {} columns", p.n),
                 });
             }
         }
     }
-    if e > p.tolerance() {
-        return Err(Error::Mismatch {
-            kernel: check::kernel_name(kernel),
-            shape: p.shape(),
-            detail: format!("relative error {e:.3e} > tolerance {:.3e}", p.tolerance()),
-        });
-    }
-    Ok(e)
+    let (want, scale) = p.reference_scaled(&a, &b, &c0);
+    compare_elements(&name, p, &got, &want, &scale)?;
+    Ok(relative_error(p, &got, &want))
 }
 
 /// Shapes every SGEMM variant is validated at: not multiples of any tile, K = 1 and K = 0,

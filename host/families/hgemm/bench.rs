@@ -14,6 +14,8 @@ use super::prepare::OutBuf;
 use super::*;
 
 /// cuBLAS (`cublasGemmEx`, f32 compute) on the same problem: the baseline. No bias or ReLU.
+/// `stream` must be the stream `blas` runs on ([`Error::Usage`] otherwise: the buffers are
+/// ordered on it); the problem and the buffers' lengths and C's type are checked first.
 pub fn cublas(
     blas: &CudaBlas,
     stream: &Arc<CudaStream>,
@@ -25,6 +27,17 @@ pub fn cublas(
     use cudarc::cublas::result::gemm_ex;
     use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
     use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cudaDataType_t};
+    p.check()?;
+    let kernel = format!("cuBLAS GemmEx {}", p.shape());
+    if c.dtype(p.ty) != p.out {
+        return Err(Error::Usage(format!(
+            "{kernel}: the output buffer is {} but the problem asks for {}",
+            c.dtype(p.ty).name(),
+            p.out.name()
+        )));
+    }
+    p.check_lens(a.len(), b.len(), c.len(), None)?;
+    crate::vendor::check_stream(blas, stream)?;
     let in_ty = match p.ty {
         DType::F16 => cudaDataType_t::CUDA_R_16F,
         DType::Bf16 => cudaDataType_t::CUDA_R_16BF,
@@ -35,19 +48,20 @@ pub fn cublas(
             })
         }
     };
-    let (c_ptr, c_ty) = match c {
-        Out::Half(c) => (c.device_ptr_mut(stream).0, in_ty),
-        Out::F32(c) => (c.device_ptr_mut(stream).0, cudaDataType_t::CUDA_R_32F),
+    let (op_b, [ld_b, ld_a, ld_c]) = cublas_dims(p);
+    let op_b = if op_b { CUBLAS_OP_T } else { CUBLAS_OP_N };
+    // The guards order the call after the buffers' earlier work and live until it is enqueued.
+    let (a_ptr, _ga) = a.device_ptr(stream);
+    let (b_ptr, _gb) = b.device_ptr(stream);
+    let ((c_ptr, _gc), c_ty) = match c {
+        Out::Half(c) => (c.device_ptr_mut(stream), in_ty),
+        Out::F32(c) => (c.device_ptr_mut(stream), cudaDataType_t::CUDA_R_32F),
     };
-    // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B's buffer first.
-    let op_b = match p.b {
-        BLayout::RowMajor => CUBLAS_OP_N,
-        BLayout::Transposed => CUBLAS_OP_T,
-    };
-    let a_ptr = a.device_ptr(stream).0;
-    let b_ptr = b.device_ptr(stream).0;
-    // SAFETY: the column-major views of the row-major buffers (B: n × k or its transpose, A:
-    // k × m, C: n × m) with the problem's pitches; the caller sized the buffers from `lens`.
+    // SAFETY: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, B's buffer first: cuBLAS reads B
+    // (n × k, or k × n transposed), A (k × m) and writes C (n × m) with the problem's pitches
+    // (at least 1, `cublas_dims`); `check` kept every dimension below 2³¹ and `check_lens`
+    // proved the buffers hold those spans and C is of the output type; the call runs on
+    // `stream` (checked to be the handle's), where the guards above order it.
     unsafe {
         gemm_ex(
             *blas.handle(),
@@ -59,19 +73,30 @@ pub fn cublas(
             (&p.alpha) as *const f32 as *const _,
             b_ptr as *const _,
             in_ty,
-            p.ldb as i32,
+            ld_b,
             a_ptr as *const _,
             in_ty,
-            p.lda as i32,
+            ld_a,
             (&p.beta) as *const f32 as *const _,
             c_ptr as *mut _,
             c_ty,
-            p.ldc as i32,
+            ld_c,
             cublasComputeType_t::CUBLAS_COMPUTE_32F,
             cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         )
     }
-    .map_err(|e| Error::Usage(format!("cuBLAS GemmEx {}: {e:?}", p.shape())))
+    .map_err(|e| Error::Usage(format!("{kernel}: {e:?}")))
+}
+
+/// cuBLAS's view of `p` (checked by [`Problem::check`]): whether B is transposed for it, and
+/// the leading dimensions of its A (our B), B (our A) and C. cuBLAS refuses a leading dimension
+/// of 0 even where K = 0 leaves a matrix empty, so each is at least 1.
+pub fn cublas_dims(p: &Problem) -> (bool, [i32; 3]) {
+    let ld = |v: usize| v.max(1) as i32;
+    (
+        p.b == BLayout::Transposed,
+        [ld(p.ldb), ld(p.lda), ld(p.ldc)],
+    )
 }
 
 /// One benchmark row.
@@ -123,8 +148,13 @@ pub fn bench_with(
     timing: &TimingConfig,
     pairing: harness::Pairing,
 ) -> Result<BenchRow> {
-    let [la, lb, lc] = p.lens();
-    let set_bytes = ((la + lb) * 2 + lc * p.out_bytes()) as u64;
+    // Checked before anything is allocated: the shape, and one input/output set against the
+    // device's memory.
+    p.check()?;
+    let [la, lb, lc] = p.lens()?;
+    let set_bytes = p.bytes()?;
+    gpu.check_fits(set_bytes, &format!("hgemm bench {}: A, B and C", p.shape()))?;
+    let set_bytes = set_bytes as u64;
     let sets = harness::rotation_sets(gpu.info().l2_bytes, set_bytes).min(8);
     let mut ins = Vec::new();
     for s in 0..sets {

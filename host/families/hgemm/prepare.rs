@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::gpu::sched::TileGrid;
+use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::hgemm::v03_wgmma_ws;
 use rustile_kernels::registry::{DType, Launch};
 
@@ -198,7 +198,9 @@ pub fn prepare_with(
             (tiles.persistent_grid(gpu.info().sm_count), 1)
         }
         launch => {
-            let (x, y, _) = launch.tile_grid(p.m as u64, p.n as u64).unwrap_or((1, 1, 1));
+            let (x, y, _) = launch
+                .tile_grid(p.m as u64, p.n as u64)
+                .unwrap_or((1, 1, 1));
             (x as u32, y as u32)
         }
     };
@@ -284,8 +286,10 @@ impl Prepared {
         };
         let (m, n, k, ldc) = (p.m as u32, p.n as u32, p.k as u32, p.ldc as u32);
         let relu = p.relu as u32;
-        let args = match &self.maps {
-            Some(maps) => {
+        // The tensor maps' guard, like the buffers', lives until the launch is enqueued.
+        let maps = self.maps.as_ref().map(|m| m.device_ptr(stream));
+        let args = match &maps {
+            Some((maps_ptr, _guard)) => {
                 if [a_ptr, b_ptr] != self.addrs {
                     return Err(Error::Usage(format!(
                         "hgemm/{}: A and B must be the buffers it was prepared with (its tensor \
@@ -293,9 +297,8 @@ impl Prepared {
                         self.variant.name()
                     )));
                 }
-                let maps_ptr = maps.device_ptr(stream).0;
                 vec![
-                    Arg::Ptr(maps_ptr),
+                    Arg::Ptr(*maps_ptr),
                     Arg::Ptr(c_ptr),
                     Arg::Ptr(bias_ptr),
                     Arg::U32(m),
@@ -324,9 +327,12 @@ impl Prepared {
         };
         // SAFETY: the argument lists are v03's `(maps, c, bias, m, n, k, ldc, α, β, relu,
         // group)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`;
-        // every buffer was checked above against the shape (and, for the tensor maps, is the
-        // one whose address they hold); grid and shared memory were checked by `prepare`; the
-        // stream guards live until the launch is enqueued.
+        // every buffer was checked above against the shape (lengths, C's type, the bias's n
+        // floats, mma_pipeline's alignment), and for `wgmma_ws` A and B are at the addresses
+        // the tensor maps hold, so the maps describe memory inside these (checked) buffers,
+        // whatever became of the ones `prepare` saw; the maps buffer is owned by `self`; grid
+        // and shared memory were checked by `prepare`; every stream guard, the maps' included,
+        // lives until the launch is enqueued.
         unsafe { plan.enqueue(&self.func, stream) }.map_err(|e| {
             e.context(|| format!("launching hgemm/{} {}", self.variant.name(), p.shape()))
         })

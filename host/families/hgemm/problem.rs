@@ -99,24 +99,40 @@ impl Problem {
         format!("{}x{}x{}", self.m, self.n, self.k)
     }
 
-    /// Elements each buffer must hold: `[a, b, c]`.
-    pub fn lens(&self) -> [usize; 3] {
-        let span = |rows: usize, cols: usize, ld: usize| {
+    /// Elements each buffer must hold, `[a, b, c]`, or [`Error::TooLarge`] when a span
+    /// `(rows − 1)·ld + cols` overflows `usize`.
+    pub fn lens(&self) -> Result<[usize; 3]> {
+        let span = |what: &str, rows: usize, cols: usize, ld: usize| {
             if rows == 0 || cols == 0 {
-                0
-            } else {
-                (rows - 1) * ld + cols
+                return Ok(0);
             }
+            (rows - 1)
+                .checked_mul(ld)
+                .and_then(|v| v.checked_add(cols))
+                .ok_or_else(|| Error::TooLarge {
+                    kernel: format!("hgemm {}", self.shape()),
+                    what: format!("{what}: ({rows} − 1)·{ld} + {cols} elements overflow usize"),
+                })
         };
         let b = match self.b {
-            BLayout::RowMajor => span(self.k, self.n, self.ldb),
-            BLayout::Transposed => span(self.n, self.k, self.ldb),
+            BLayout::RowMajor => span("B", self.k, self.n, self.ldb)?,
+            BLayout::Transposed => span("B", self.n, self.k, self.ldb)?,
         };
-        [
-            span(self.m, self.k, self.lda),
+        Ok([
+            span("A", self.m, self.k, self.lda)?,
             b,
-            span(self.m, self.n, self.ldc),
-        ]
+            span("C", self.m, self.n, self.ldc)?,
+        ])
+    }
+
+    /// Bytes of A, B and C together (inputs 2 bytes, C [`Problem::out`]'s), or
+    /// [`Error::TooLarge`]: what a caller checks against the back end before it allocates.
+    pub fn bytes(&self) -> Result<usize> {
+        let [la, lb, lc] = self.lens()?;
+        crate::check::total_bytes(
+            &format!("hgemm {}", self.shape()),
+            &[(la, 2), (lb, 2), (lc, self.out.bytes())],
+        )
     }
 
     /// Floating-point operations, `2·M·N·K`.
@@ -190,7 +206,7 @@ impl Problem {
     /// [`Problem::lens`], the bias (if any) `n` floats. The front door's length check
     /// ([`crate::api::check_hgemm`]) and every [`Prepared::launch`](super::Prepared::launch)'s.
     pub fn check_lens(&self, a: usize, b: usize, c: usize, bias: Option<usize>) -> Result<()> {
-        let [la, lb, lc] = self.lens();
+        let [la, lb, lc] = self.lens()?;
         let bias = bias.map(|got| ("bias", got, self.n));
         for (name, got, need) in [("a", a, la), ("b", b, lb), ("c", c, lc)]
             .into_iter()
@@ -214,10 +230,6 @@ impl Problem {
         addrs.iter().all(|a| a.is_multiple_of(16))
             && (self.lda * 2).is_multiple_of(16)
             && (self.ldb * 2).is_multiple_of(16)
-    }
-
-    pub(super) fn out_bytes(&self) -> usize {
-        self.out.bytes()
     }
 }
 

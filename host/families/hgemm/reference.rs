@@ -31,9 +31,11 @@ pub struct Inputs {
 
 impl Inputs {
     /// Fresh inputs for `p`: A and B in [-1, 1) rounded to the input type, an old C in [-1, 1)
-    /// representable in the output type, and a bias when `with_bias`.
-    pub fn random(p: &Problem, with_bias: bool, seed: u64) -> Self {
-        let [la, lb, lc] = p.lens();
+    /// representable in the output type, and a bias when `with_bias`. A shape whose spans
+    /// overflow is [`Error::TooLarge`] (callers check the bytes against their back end first:
+    /// [`Problem::bytes`]).
+    pub fn random(p: &Problem, with_bias: bool, seed: u64) -> Result<Self> {
+        let [la, lb, lc] = p.lens()?;
         let mut rng = SmallRng::seed_from_u64(seed ^ 0x51);
         let c = (0..lc)
             .map(|_| {
@@ -44,7 +46,7 @@ impl Inputs {
                 }
             })
             .collect();
-        Self {
+        Ok(Self {
             a: random_bits(p.ty, la, seed),
             b: random_bits(p.ty, lb, seed ^ 0x9E37_79B9),
             c,
@@ -52,7 +54,7 @@ impl Inputs {
                 let mut rng = SmallRng::seed_from_u64(seed ^ 0xB1A5);
                 (0..p.n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
             }),
-        }
+        })
     }
 
     /// C before the launch as output-type bits: NaN when β = 0 (so a skipped element cannot

@@ -29,7 +29,9 @@ pub fn validate(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
-    let x = Inputs::random(p, with_bias, seed);
+    p.check()?;
+    gpu.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
+    let x = Inputs::random(p, with_bias, seed)?;
     let a = gpu.upload(&x.a, "hgemm A")?;
     let b = gpu.upload(&x.b, "hgemm B")?;
     let bias = match &x.bias {
@@ -139,8 +141,9 @@ pub fn validate_sim_tuned(
         }
     }
     let info = variant.kernel(tuning);
-    let [la, lb, lc] = p.lens();
-    let x = Inputs::random(p, with_bias, seed);
+    let [la, lb, lc] = p.lens()?;
+    sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
+    let x = Inputs::random(p, with_bias, seed)?;
     let a = sim.alloc::<u16>(la.max(1), "A")?;
     sim.write(&a, &x.a)?;
     let b = sim.alloc::<u16>(lb.max(1), "B")?;
@@ -160,7 +163,12 @@ pub fn validate_sim_tuned(
         .tile_grid(p.m as u64, p.n as u64)
         .unwrap_or((1, 1, 1));
     let plan = |c: u64| {
-        crate::launch::LaunchPlan::new(info, entry, grid, mma_args(p, [a.addr(), b.addr(), c, bias]))
+        crate::launch::LaunchPlan::new(
+            info,
+            entry,
+            grid,
+            mma_args(p, [a.addr(), b.addr(), c, bias]),
+        )
     };
     let got: Vec<f32> = match p.out {
         DType::F16 | DType::Bf16 => {

@@ -121,6 +121,9 @@ pub fn parse_sizes(family: Family, text: &str) -> Result<Vec<Problem>> {
     if out.is_empty() {
         return Err(bad(text));
     }
+    for p in &out {
+        p.check_shape()?;
+    }
     Ok(out)
 }
 
@@ -146,6 +149,7 @@ pub fn parse_shape(family: Family, text: &str) -> Result<Problem> {
         }
         _ => return Err(bad()),
     })
+    .and_then(|p: Problem| p.check_shape().map(|()| p))
 }
 
 /// Runs a sweep. `progress` hears about each case before it runs.
@@ -199,8 +203,23 @@ fn bench_problem<T: DeviceElem>(
 ) -> Result<()> {
     let elem = std::mem::size_of::<T>();
     let bytes = problem.bytes_moved(elem);
-    let (src_len, dst_len) = problem.lens();
-    let set_bytes = ((src_len + dst_len) * elem) as u64;
+    let (src_len, dst_len) = problem.lens()?;
+    // Every check before anything is allocated: the shape against each kernel that runs,
+    // and one input/output set against the device's memory.
+    for &kernel in kernels.iter().filter(|k| k.symbol(T::DTYPE).is_some()) {
+        problem.plan::<T>(
+            kernel,
+            check::BufArg::new("src", src_len, 0),
+            check::BufArg::new("dst", dst_len, 0),
+            gpu.info().sm_count,
+        )?;
+    }
+    let set_bytes = check::total_bytes("bench", &[(src_len, elem), (dst_len, elem)])?;
+    gpu.check_fits(
+        set_bytes,
+        &format!("bench {} input and output", problem.shape()),
+    )?;
+    let set_bytes = set_bytes as u64;
     let sets = harness::rotation_sets(gpu.info().l2_bytes, set_bytes);
     let shape = problem.shape();
     let first_row = rows.len();

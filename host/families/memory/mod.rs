@@ -5,7 +5,9 @@
 pub mod bench;
 pub mod validate;
 
-pub use validate::{analyze, fits_simulator, validate, validation_problems, Memory};
+pub use validate::{
+    analyze, check_before_alloc, fits_simulator, validate, validation_problems, Memory,
+};
 
 use cudarc::driver::CudaSlice;
 use rustile_kernels::registry::{Family, KernelInfo};
@@ -58,13 +60,31 @@ impl Problem {
         }
     }
 
-    /// Elements of `(src, dst)`.
-    pub fn lens(&self) -> (usize, usize) {
+    /// Elements of `(src, dst)`, or [`Error::TooLarge`] when a span overflows `usize`.
+    pub fn lens(&self) -> Result<(usize, usize)> {
         match self {
             Problem::Copy(p) => p.lens(),
             Problem::Strided(p) => p.lens(),
             Problem::Transpose(p) => p.lens(),
         }
+    }
+
+    /// The shape's own checks, before any buffer exists: no zero dimension
+    /// ([`Error::ZeroSize`]) and spans that fit `usize` ([`Error::TooLarge`]). A kernel's own
+    /// limits are [`Problem::plan`]'s.
+    pub fn check_shape(&self) -> Result<()> {
+        let zero = match self {
+            Problem::Copy(p) => [(p.n, "n"), (1, "")],
+            Problem::Strided(p) => [(p.n, "n"), (p.stride, "stride")],
+            Problem::Transpose(p) => [(p.rows, "rows"), (p.cols, "cols")],
+        };
+        if let Some(&(_, what)) = zero.iter().find(|(v, _)| *v == 0) {
+            return Err(Error::ZeroSize {
+                kernel: self.family().name().into(),
+                what,
+            });
+        }
+        self.lens().map(|_| ())
     }
 
     /// CPU reference output for `src`.

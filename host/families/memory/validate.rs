@@ -125,7 +125,8 @@ pub fn validation_problems(family: Family) -> Vec<Problem> {
 /// Whether `p` is small enough for the simulator (at most ~70 000 elements per buffer, still
 /// covering every odd case).
 pub fn fits_simulator(p: &Problem) -> bool {
-    p.lens().0 <= 70_000 && p.lens().1 <= 70_000
+    p.lens()
+        .is_ok_and(|(src, dst)| src <= 70_000 && dst <= 70_000)
 }
 
 /// Runs `kernel` once on `problem` with fresh random input and a poisoned output, and compares
@@ -136,7 +137,8 @@ pub fn validate<T: DeviceElem>(
     problem: &Problem,
     rng: &mut SmallRng,
 ) -> Result<()> {
-    let (src_len, dst_len) = problem.lens();
+    let (src_len, dst_len) = problem.lens()?;
+    check_before_alloc::<T>(backend, kernel, problem, "validation input and output")?;
     let host_src: Vec<T> = random_vec(src_len, rng);
     let src = backend.upload(&host_src, "validation input")?;
     let mut dst = backend.filled(dst_len, T::POISON, "validation output")?;
@@ -153,6 +155,28 @@ pub fn validate<T: DeviceElem>(
         &got,
         &problem.reference(&host_src),
     )
+}
+
+/// The checks a case makes before it allocates anything (host or device): the shape's own
+/// (zero sizes, overflow, the kernel's index limits — [`Problem::plan`] against buffers of
+/// exactly the lengths it needs), then whether source and destination fit on `backend`.
+pub fn check_before_alloc<T: DeviceElem>(
+    backend: &Backend,
+    kernel: &KernelInfo,
+    problem: &Problem,
+    what: &str,
+) -> Result<()> {
+    let (src_len, dst_len) = problem.lens()?;
+    problem.plan::<T>(
+        kernel,
+        check::BufArg::new("src", src_len, 0),
+        check::BufArg::new("dst", dst_len, 0),
+        backend.sm_count(),
+    )?;
+    let size = std::mem::size_of::<T>();
+    let name = check::kernel_name(kernel);
+    let bytes = check::total_bytes(&name, &[(src_len, size), (dst_len, size)])?;
+    backend.check_fits(bytes, &format!("{name} {}: {what}", problem.shape()))
 }
 
 /// Runs `kernel` on `problem` once in the simulator (validated against the reference) and

@@ -6,7 +6,7 @@ use rustile_kernels::strided::v01_gather;
 
 use crate::check::{self, BufArg, Plan, Scalar};
 use crate::elem::DeviceElem;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
 /// The strided family, for validation ([`crate::families::all`]).
@@ -46,9 +46,20 @@ impl StridedProblem {
             .checked_add(1)
     }
 
-    /// Elements `src` and `dst` must hold (`src` saturates on overflow; `check` reports it).
-    pub fn lens(&self) -> (usize, usize) {
-        (self.src_len().unwrap_or(usize::MAX), self.n)
+    /// Elements `src` and `dst` must hold (`(0, 0)` for `n = 0`, which `check` refuses), or
+    /// [`Error::TooLarge`] when the source span overflows.
+    pub fn lens(&self) -> Result<(usize, usize)> {
+        if self.n == 0 {
+            return Ok((0, 0));
+        }
+        let src = self.src_len().ok_or_else(|| Error::TooLarge {
+            kernel: "strided".into(),
+            what: format!(
+                "source span (n − 1)·stride + 1 with n = {}, stride = {} overflows",
+                self.n, self.stride
+            ),
+        })?;
+        Ok((src, self.n))
     }
 
     /// Checks the arguments of `kernel` for this problem.

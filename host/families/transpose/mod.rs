@@ -35,10 +35,16 @@ impl TransposeProblem {
         2 * self.rows as u64 * self.cols as u64 * elem_bytes as u64
     }
 
-    /// Elements `src` and `dst` must hold (saturating; `check` reports overflow).
-    pub fn lens(&self) -> (usize, usize) {
-        let n = self.rows.saturating_mul(self.cols);
-        (n, n)
+    /// Elements `src` and `dst` must hold, or [`Error::TooLarge`] when `rows · cols` overflows.
+    pub fn lens(&self) -> Result<(usize, usize)> {
+        let n = self
+            .rows
+            .checked_mul(self.cols)
+            .ok_or_else(|| Error::TooLarge {
+                kernel: "transpose".into(),
+                what: format!("rows · cols = {} × {} overflows", self.rows, self.cols),
+            })?;
+        Ok((n, n))
     }
 
     /// Checks the arguments of `kernel` for this problem.

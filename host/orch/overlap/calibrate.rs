@@ -10,24 +10,33 @@ fn timed_ms(
     mut f: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
     let ctx = gpu.context();
-    for _ in 0..2 {
-        f()?;
-    }
-    let mut samples = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let a = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        let b = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        a.record(stream).during(|| "recording an event".into())?;
-        f()?;
-        b.record(stream).during(|| "recording an event".into())?;
-        stream.synchronize().during(|| "calibration".into())?;
-        samples.push(a.elapsed_ms(&b).during(|| "reading event times".into())? as f64);
-    }
-    Ok(Stats::from_samples(samples).median_ms)
+    let mut timed = || -> Result<f64> {
+        for _ in 0..2 {
+            f()?;
+        }
+        let mut samples = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let a = ctx
+                .new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())?;
+            let b = ctx
+                .new_event(Some(CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())?;
+            a.record(stream).during(|| "recording an event".into())?;
+            f()?;
+            b.record(stream).during(|| "recording an event".into())?;
+            stream.synchronize().during(|| "calibration".into())?;
+            samples.push(a.elapsed_ms(&b).during(|| "reading event times".into())? as f64);
+        }
+        Ok(Stats::from_samples(samples).median_ms)
+    };
+    let ms = timed();
+    // On every path out, errors included: what `f` enqueued (copies from and to the callers'
+    // host slices) has finished before those slices can be freed.
+    let synced = stream.synchronize().during(|| "calibration".into());
+    let ms = ms?;
+    synced?;
+    Ok(ms)
 }
 
 /// Measures one chunk's H2D, kernel and D2H alone, and picks `k` launches per chunk so that
@@ -53,8 +62,10 @@ pub fn calibrate(
     ctx.bind_to_thread()
         .during(|| "binding the context".into())?;
     let src = &input.as_slice()[..n];
-    // SAFETY (four closures): the device buffers hold n and out_n f32, the host slices outlive
-    // the synchronised copies, and the paired copies touch different buffers.
+    // SAFETY (four closures): the device buffers hold n and out_n f32; the host slices outlive
+    // the copies (`timed_ms` synchronises its stream on every path out, errors included, and
+    // the paired D2H's stream is synchronised after it); the paired copies touch different
+    // buffers.
     let h2d_ms = timed_ms(gpu, &stream, 10, || {
         unsafe { result::memcpy_htod_async(din.ptr(), src, stream.cu_stream()) }
             .during(|| "calibration H2D".into())
@@ -97,7 +108,11 @@ pub fn calibrate(
         unsafe { result::memcpy_dtoh_async(&mut *dst, dout.ptr(), other.cu_stream()) }
             .during(|| "calibration H2D ‖ D2H".into())?;
         stream.join(&other).during(|| "joining a stream".into())
-    })?;
+    });
+    // The D2H runs on `other`: finished too before `dst` can be freed, errors included.
+    let other_synced = other.synchronize().during(|| "calibration".into());
+    let pair_ms = pair_ms?;
+    other_synced?;
     Ok(Calibration {
         chunk_bytes: bytes,
         out_bytes: out_n * 4,

@@ -128,7 +128,7 @@ fn a_shrinking_chunk_has_a_shorter_output() {
         stride: 8,
     };
     for len in [1, 7, 8, 9, 1 << 20, (1 << 20) + 3] {
-        let (src, dst) = work.problem(len).unwrap().lens();
+        let (src, dst) = work.problem(len).unwrap().lens().unwrap();
         assert!(src <= len && dst == work.out_len(len), "{len}: {src} {dst}");
     }
     let p = PipelinePlan::for_work(1 << 20, 1 << 17, &cfg(1 << 16, 4), &work, GIB).unwrap();
@@ -203,9 +203,10 @@ fn gemm_sampling_accepts_f32_rounding_and_catches_one_wrong_entry() {
     crate::orch::overlap::fill_pattern(&mut b, 4);
     b.iter_mut().for_each(|v| *v -= 1.5);
     let c = sgemm_f32(&a, &b, k, n);
-    let tol = GemmProblem::new(rows, n, k).tolerance();
+    // The error is in units of each entry's own bound: ≤ 1 passes.
+    let tol = 1.0;
     let (err, entries) = gemm_sample_error(&a, &b, k, n, &c, 9);
-    assert!(err > 0.0 && err < tol / 10.0, "{err} vs {tol}");
+    assert!(err > 0.0 && err < tol, "{err} vs {tol}");
     assert_eq!(entries, GEMM_CHECK_ROWS * n + GEMM_CHECK_ENTRIES);
     // One wrong entry in a checked row (the first and last rows are always checked).
     for at in [3, (rows - 1) * n + 7] {

@@ -193,7 +193,13 @@ impl<'a> BlockRunner<'a> {
                 move |yielder: &Yielder<[u32; 4], Event>, _: [u32; 4]| {
                     // SAFETY: `thread` outlives the coroutine (both live in `run`).
                     unsafe { (*thread).yielder.set(yielder) };
-                    // SAFETY: the launcher checked the arguments against the kernel's contract.
+                    // SAFETY: `Simulator::launch` is safe with any arguments: on the host a
+                    // simulated kernel touches memory only through the simulator's hooks, which
+                    // check every address against the allocations and the shared arena (a bad
+                    // one ends the launch as `Error::Sim`; a pointer argument is never
+                    // dereferenced as host memory), and an argument the entry reads but was not
+                    // given is an index panic, caught and reported by `schedule`. (Kernels keep
+                    // address arithmetic non-dereferencing: see `sim`'s module docs.)
                     unsafe { entry(&args) }
                 },
             )));
