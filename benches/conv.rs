@@ -63,7 +63,7 @@ fn main() {
             seed,
             true,
             rustile::families::conv::tma::TMA_STORES,
-            None,
+            rustile::families::conv::tma::Reduce::Auto,
         ) {
             Ok(r) => rows.push(r),
             Err(e) => {
