@@ -8,7 +8,6 @@
 
 use std::time::Instant;
 
-use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{result, CudaStream};
 
@@ -93,12 +92,7 @@ fn time_batches(
     s.synchronize().during(|| format!("{method}: warm-up"))?;
     let (mut wall, mut device) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        let a = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
-        let b = ctx
-            .new_event(Some(CU_EVENT_DEFAULT))
-            .during(|| "creating an event".into())?;
+        let (a, b) = crate::orch::event_pair(ctx)?;
         let t = Instant::now();
         a.record(s).during(|| "recording an event".into())?;
         body()?;

@@ -28,4 +28,17 @@ pub use pipeline::{
     Verification,
 };
 pub use pool::{MemoryStats, StreamPool};
+
+/// Two timing events (start, end) on `ctx`, for one timed repetition.
+pub(crate) fn event_pair(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+) -> crate::error::Result<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)> {
+    use crate::error::DriverContext;
+    use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    let event = || {
+        ctx.new_event(Some(CU_EVENT_DEFAULT))
+            .during(|| "creating an event".into())
+    };
+    Ok((event()?, event()?))
+}
 pub use timeline::{Span, Stage, Timeline};

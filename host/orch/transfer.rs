@@ -4,7 +4,6 @@
 //! Every copy is `cuMemcpy{HtoD,DtoH}Async` on a non-blocking stream between CUDA events;
 //! median of many after warm-up. GB/s = bytes / time (10⁹ bytes per second).
 
-use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use cudarc::driver::{result, CudaStream};
 
 use super::mem::{DeviceBuffer, HostBuffer, HostKind};
@@ -97,12 +96,7 @@ fn time_copies(
         stream.synchronize().during(|| "transfer warm-up".into())?;
         let mut pairs = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let a = ctx
-                .new_event(Some(CU_EVENT_DEFAULT))
-                .during(|| "creating an event".into())?;
-            let b = ctx
-                .new_event(Some(CU_EVENT_DEFAULT))
-                .during(|| "creating an event".into())?;
+            let (a, b) = crate::orch::event_pair(ctx)?;
             a.record(stream).during(|| "recording an event".into())?;
             copy()?;
             b.record(stream).during(|| "recording an event".into())?;
@@ -197,12 +191,7 @@ fn bidirectional(gpu: &Gpu, bytes: usize) -> Result<Bidirectional> {
     let mut samples = Vec::new();
     let mut run = || -> Result<()> {
         for rep in 0..8 {
-            let a = ctx
-                .new_event(Some(CU_EVENT_DEFAULT))
-                .during(|| "creating an event".into())?;
-            let b = ctx
-                .new_event(Some(CU_EVENT_DEFAULT))
-                .during(|| "creating an event".into())?;
+            let (a, b) = crate::orch::event_pair(ctx)?;
             a.record(&up).during(|| "recording an event".into())?;
             down.wait(&a).during(|| "ordering streams".into())?;
             // SAFETY: both device buffers hold `bytes`; the host buffers outlive the copies (both

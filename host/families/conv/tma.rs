@@ -269,17 +269,13 @@ impl TmaLaunch {
             });
         }
         let splits = match reduce {
-            Reduce::StreamK | Reduce::Auto => None,
-            Reduce::Split(s) => Some(s),
-        };
-        let splits = match splits {
-            Some(s) if s == 0 || s > kt || s > MAX_SPLITS => {
+            Reduce::Split(s) if s == 0 || s > kt || s > MAX_SPLITS => {
                 return Err(Error::InvalidArgument {
                     kernel: kernel_label(record),
                     what: format!("split-K parts {s}: the reduction has {kt} k-tiles (at most {MAX_SPLITS} parts)"),
                 })
             }
-            Some(s) if s > 1 && !SPLIT_K_ENABLED => {
+            Reduce::Split(s) if s > 1 && !SPLIT_K_ENABLED => {
                 return Err(Error::Unsupported {
                     kernel: kernel_label(record),
                     what: format!(
@@ -287,8 +283,8 @@ impl TmaLaunch {
                     ),
                 })
             }
-            Some(s) => s,
-            None => 1,
+            Reduce::Split(s) => s,
+            Reduce::StreamK | Reduce::Auto => 1,
         };
         let scratch_len = if splits > 1 {
             let n = (m as u64 * p.k as u64 * splits as u64) as usize;

@@ -121,6 +121,13 @@ impl GemmProblem {
                 )));
             }
         }
+        self.check_indices(&kernel())?;
+        self.lens().map(|_| ())
+    }
+
+    /// Every dimension and pitch within the kernels' 32-bit indices (with room for a tile's
+    /// offsets), else [`Error::TooLarge`] naming `kernel`.
+    fn check_indices(&self, kernel: &str) -> Result<()> {
         let limit = u32::MAX as usize - 256;
         for (what, v) in [
             ("m", self.m),
@@ -132,12 +139,12 @@ impl GemmProblem {
         ] {
             if v > limit {
                 return Err(Error::TooLarge {
-                    kernel: kernel(),
+                    kernel: kernel.to_string(),
                     what: format!("{what} = {v} exceeds the kernels' 32-bit indices"),
                 });
             }
         }
-        self.lens().map(|_| ())
+        Ok(())
     }
 
     /// Checks the arguments of `kernel`.
@@ -167,22 +174,7 @@ impl GemmProblem {
         if self.ldc < self.n {
             return Err(bad_ld("ldc", self.ldc, self.n));
         }
-        let limit = u32::MAX as usize - 256;
-        for (what, v) in [
-            ("m", self.m),
-            ("n", self.n),
-            ("k", self.k),
-            ("lda", self.lda),
-            ("ldb", self.ldb),
-            ("ldc", self.ldc),
-        ] {
-            if v > limit {
-                return Err(Error::TooLarge {
-                    kernel: name.clone(),
-                    what: format!("{what} = {v} exceeds the kernels' 32-bit indices"),
-                });
-            }
-        }
+        self.check_indices(&name)?;
         check::mul(kernel, self.m, self.lda, "A elements")?;
         check::mul(kernel, self.k, self.ldb, "B elements")?;
         check::mul(kernel, self.m, self.ldc, "C elements")?;

@@ -16,12 +16,7 @@ fn timed_ms(
         }
         let mut samples = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let a = ctx
-                .new_event(Some(CU_EVENT_DEFAULT))
-                .during(|| "creating an event".into())?;
-            let b = ctx
-                .new_event(Some(CU_EVENT_DEFAULT))
-                .during(|| "creating an event".into())?;
+            let (a, b) = crate::orch::event_pair(ctx)?;
             a.record(stream).during(|| "recording an event".into())?;
             f()?;
             b.record(stream).during(|| "recording an event".into())?;
