@@ -350,11 +350,9 @@ impl TmaLaunch {
             // A slot of 2 · 64 · BN floats per block, then 2 flags per block, zeroed (the
             // kernel leaves them zero).
             let n = grid as usize * 2 * (64 * bn as usize + 1);
-            let mut z = gpu.alloc::<f32>(n, "conv stream-K partials and flags")?;
-            gpu.stream()
-                .memset_zeros(&mut z)
-                .during(|| "zeroing the stream-K flags".to_string())?;
-            // The launch may go to another stream: the zeros land first.
+            // `alloc` zero-fills on the device's stream; the launch may go to another stream:
+            // the zeros land first.
+            let z = gpu.alloc::<f32>(n, "conv stream-K partials and flags")?;
             gpu.stream()
                 .synchronize()
                 .during(|| "zeroing the stream-K flags".to_string())?;
