@@ -166,8 +166,9 @@ pub enum Error {
         /// First wrong element and counts.
         detail: String,
     },
-    /// A CUDA driver call failed.
-    #[error("CUDA driver error during {during}: {source}")]
+    /// A CUDA driver call failed. When the error is a device fault (see
+    /// [`Error::is_device_fault`]) the message says so and what to do.
+    #[error("CUDA driver error during {during}: {source}{}", fault_hint(source))]
     Driver {
         /// What rustile was doing.
         during: String,
@@ -236,10 +237,47 @@ impl Error {
         }
     }
 
+    /// Whether this is a *device fault*: a kernel trapped or touched memory it must not
+    /// (`CUDA_ERROR_ILLEGAL_ADDRESS`, `LAUNCH_FAILED`, `ILLEGAL_INSTRUCTION`,
+    /// `MISALIGNED_ADDRESS`, …). Such an error is sticky: every later call on that context
+    /// returns it. To continue, drop every handle of the context (the [`crate::Gpu`], its
+    /// buffers, streams and events) and open a new [`crate::Gpu`], which then gets a fresh
+    /// primary context; [`crate::Gpu::new`] refuses a context that is still faulted.
+    pub fn is_device_fault(&self) -> bool {
+        matches!(self, Error::Driver { source, .. } if is_sticky(source))
+    }
+
     /// Whether this is a "no GPU here" error ([`Error::NoDriver`] or [`Error::NoDevice`]): what
     /// a program that can fall back to the CPU checks for.
     pub fn is_no_gpu(&self) -> bool {
         matches!(self, Error::NoDriver | Error::NoDevice(_))
+    }
+}
+
+/// Whether the driver error leaves its context unusable (the CUDA documentation's "sticky"
+/// errors: the context must be destroyed).
+pub(crate) fn is_sticky(e: &DriverError) -> bool {
+    use cudarc::driver::sys::CUresult::*;
+    matches!(
+        e.0,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+    )
+}
+
+fn fault_hint(e: &DriverError) -> &'static str {
+    if is_sticky(e) {
+        " (a device fault: this context is lost; drop every handle of it and open a new Gpu)"
+    } else {
+        ""
     }
 }
 

@@ -124,6 +124,15 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal)
             .during(|| format!("creating a context on device {ordinal}"))?;
+        // The primary context is shared: after a device fault it stays faulted until every
+        // handle on it is gone. Say so here rather than at the first launch.
+        ctx.synchronize().during(|| {
+            format!(
+                "opening device {ordinal}: its primary context is still faulted from an \
+                 earlier device fault (a handle from before it — a Gpu, buffer, stream, \
+                 cuBLAS or cuDNN handle — is still alive)"
+            )
+        })?;
         let stream = ctx.default_stream();
         Self::on(ctx, stream, ptx_override)
     }
@@ -257,8 +266,8 @@ impl Gpu {
         Ok(d)
     }
 
-    /// Copies a device buffer back.
-    pub fn download<T: DeviceRepr + Default + Clone>(
+    /// Copies a device buffer back (and notes its digest in a [`crate::digest::recording`]).
+    pub fn download<T: DeviceRepr + bytemuck::Pod + Default>(
         &self,
         d: &CudaSlice<T>,
         what: &str,
@@ -268,6 +277,7 @@ impl Gpu {
             .memcpy_dtoh(d, &mut host)
             .during(|| format!("downloading {what}"))?;
         self.synchronize(what)?;
+        crate::digest::note(bytemuck::cast_slice(&host));
         Ok(host)
     }
 

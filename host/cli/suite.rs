@@ -239,7 +239,7 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
     } else {
         Backend::gpu_or_simulator()?.0
     };
-    validate_on(&backend, args.family, Scale::Full, args.seed.get())
+    validate_owned(backend, args.family, Scale::Full, args.seed.get())
 }
 
 /// `rustile <family> validate`: `family`'s cases in the simulator (`sim`), else on the GPU if
@@ -260,7 +260,7 @@ pub fn validate_family(
         backend
     };
     let scale = if full { Scale::Full } else { Scale::Quick };
-    validate_on(&backend, Some(FamilyArg(family)), scale, seed)
+    validate_owned(backend, Some(FamilyArg(family)), scale, seed)
 }
 
 /// Validates `family` (`None`: every family in [`families::all`]) at `scale` on `backend`,
@@ -274,11 +274,48 @@ pub fn validate_on(
     let start = Instant::now();
     let families = family.map_or_else(families::all, |FamilyArg(f)| vec![f]);
     let outcomes = suite::validate_families(backend, &families, scale, seed, progress);
+    report_outcomes(&outcomes, &backend.name(), start, seed)
+}
+
+/// [`validate_on`] owning `backend`, so that a device fault does not end the run: the faulted
+/// context is dropped and the device reopened for the cases after it
+/// ([`suite::validate_families_recovering`]).
+pub fn validate_owned(
+    backend: Backend,
+    family: Option<FamilyArg>,
+    scale: Scale,
+    seed: u64,
+) -> Result<()> {
+    let start = Instant::now();
+    let families = family.map_or_else(families::all, |FamilyArg(f)| vec![f]);
+    let name = backend.name();
+    let ordinal = match &backend {
+        Backend::Gpu(g) => Some(g.info().ordinal),
+        Backend::Simulator(_) => None,
+    };
+    let reopen = move || match ordinal {
+        Some(o) => {
+            eprintln!("device fault: reopening device {o} for the remaining cases");
+            Gpu::new(o).map(Backend::Gpu)
+        }
+        None => Err(Error::Usage("the simulator has no device to reopen".into())),
+    };
+    let (outcomes, _) =
+        suite::validate_families_recovering(backend, &reopen, &families, scale, seed, progress);
+    report_outcomes(&outcomes, &name, start, seed)
+}
+
+fn report_outcomes(
+    outcomes: &[suite::CaseOutcome],
+    backend: &str,
+    start: Instant,
+    seed: u64,
+) -> Result<()> {
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     println!(
         "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
         outcomes.len(),
-        backend.name(),
+        backend,
         start.elapsed().as_secs_f64(),
         outcomes.len() - failed.len(),
         failed.len()

@@ -135,11 +135,13 @@ impl Case {
 
     /// Runs the check.
     pub fn run(&self, backend: &Backend, seed: u64) -> Outcome {
+        let error = (self.check)(backend, seed).err();
         Outcome {
             kernel: self.kernel.clone(),
             dtype: self.dtype.name(),
             shape: self.shape.clone(),
-            error: (self.check)(backend, seed).err().map(|e| e.to_string()),
+            fault: error.as_ref().is_some_and(|e| e.is_device_fault()),
+            error: error.map(|e| e.to_string()),
         }
     }
 }
@@ -161,4 +163,7 @@ pub struct Outcome {
     pub shape: String,
     /// `None` if correct, else the error.
     pub error: Option<String>,
+    /// Whether the error was a device fault ([`crate::Error::is_device_fault`]): the
+    /// context is lost, and later cases on it cannot run.
+    pub fault: bool,
 }

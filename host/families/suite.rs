@@ -39,8 +39,109 @@ pub fn validate_all(
     validate_families(backend, &super::all(), scale, seed, progress)
 }
 
-/// [`validate_all`] for `families` only (`rustile validate FAMILY`).
+/// [`validate_all`] for `families` only (`rustile validate FAMILY`). After a case faults the
+/// device ([`crate::Error::is_device_fault`]) the rest are reported as not run;
+/// [`validate_families_recovering`] reopens the device instead.
 pub fn validate_families(
+    backend: &Backend,
+    families: &[&'static dyn super::Family],
+    scale: Scale,
+    seed: u64,
+    mut progress: impl FnMut(usize, usize, &str),
+) -> Vec<CaseOutcome> {
+    let families: Vec<_> = families
+        .iter()
+        .map(|&f| (f, f.cases(backend, scale)))
+        .collect();
+    let total = families.iter().map(|(_, c)| c.len()).sum();
+    let mut out: Vec<CaseOutcome> = Vec::with_capacity(total);
+    // After a device fault every later call on the context fails with it: report the cases
+    // after it as not run, naming the fault, instead of as that error again and again.
+    let mut fault: Option<String> = None;
+    for (family, cases) in &families {
+        for case in cases {
+            let i = out.len();
+            progress(i, total, &case.label());
+            if let Some(f) = &fault {
+                out.push(CaseOutcome {
+                    kernel: case.kernel.clone(),
+                    dtype: case.dtype.name(),
+                    shape: case.shape.clone(),
+                    error: Some(format!("not run: the context was lost to a device fault in {f}")),
+                    fault: false,
+                });
+                continue;
+            }
+            let outcome = family.run(backend, case, seed ^ ((i as u64) << 32));
+            if outcome.fault {
+                fault = Some(case.label());
+            }
+            out.push(outcome);
+        }
+    }
+    out
+}
+
+/// [`validate_families`] that survives device faults. When a case faults the context
+/// ([`crate::Error::is_device_fault`]: a trap, an illegal address), its outcome says so
+/// (`fault`), `backend` is dropped with everything on its context, and `reopen` opens a
+/// fresh one for the cases after it; if that fails, the rest are reported as not run, with
+/// why. Returns the outcomes and the back end in use at the end.
+pub fn validate_families_recovering(
+    backend: Backend,
+    reopen: &dyn Fn() -> crate::Result<Backend>,
+    families: &[&'static dyn super::Family],
+    scale: Scale,
+    seed: u64,
+    mut progress: impl FnMut(usize, usize, &str),
+) -> (Vec<CaseOutcome>, Option<Backend>) {
+    let families: Vec<_> = families
+        .iter()
+        .map(|&f| (f, f.cases(&backend, scale)))
+        .collect();
+    let total = families.iter().map(|(_, c)| c.len()).sum();
+    let mut out: Vec<CaseOutcome> = Vec::with_capacity(total);
+    let mut backend = Some(backend);
+    let mut lost = String::new();
+    for (family, cases) in &families {
+        for case in cases {
+            let i = out.len();
+            progress(i, total, &case.label());
+            let Some(b) = backend.as_ref() else {
+                out.push(CaseOutcome {
+                    kernel: case.kernel.clone(),
+                    dtype: case.dtype.name(),
+                    shape: case.shape.clone(),
+                    error: Some(lost.clone()),
+                    fault: false,
+                });
+                continue;
+            };
+            let outcome = family.run(b, case, seed ^ ((i as u64) << 32));
+            if outcome.fault {
+                backend = None; // every handle on the faulted context goes with it
+                match reopen() {
+                    Ok(b) => backend = Some(b),
+                    Err(e) => {
+                        lost = format!(
+                            "not run: the device could not be reopened after the fault in {}: {e}",
+                            case.label()
+                        )
+                    }
+                }
+            }
+            out.push(outcome);
+        }
+    }
+    (out, backend)
+}
+
+/// Runs every case of `families` at `scale` twice with the same seed and checks that the two
+/// runs downloaded bit-identical buffers ([`crate::digest`]): the kernels are deterministic
+/// (split-K and stream-K reductions included, which add their partials in a fixed order).
+/// A case's outcome is its first failing run, or a mismatch naming the first buffer that
+/// differs; a case that downloads nothing fails (nothing would have been checked).
+pub fn check_determinism(
     backend: &Backend,
     families: &[&'static dyn super::Family],
     scale: Scale,
@@ -57,10 +158,45 @@ pub fn validate_families(
         for case in cases {
             let i = out.len();
             progress(i, total, &case.label());
-            out.push(family.run(backend, case, seed ^ ((i as u64) << 32)));
+            let s = seed ^ ((i as u64) << 32);
+            let (first, a) = crate::digest::recording(|| family.run(backend, case, s));
+            if first.error.is_some() {
+                out.push(first);
+                continue;
+            }
+            let (mut second, b) = crate::digest::recording(|| family.run(backend, case, s));
+            if second.error.is_none() {
+                second.error = digest_mismatch(&a, &b);
+            }
+            out.push(second);
         }
     }
     out
+}
+
+/// Why two runs' digests show different output, if they do.
+fn digest_mismatch(a: &[crate::digest::Digest], b: &[crate::digest::Digest]) -> Option<String> {
+    if a.is_empty() {
+        return Some("determinism not checked: the case downloaded nothing".into());
+    }
+    if a.len() != b.len() {
+        return Some(format!(
+            "not deterministic: the first run downloaded {} buffers, the second {}",
+            a.len(),
+            b.len()
+        ));
+    }
+    let (k, (x, y)) = a.iter().zip(b).enumerate().find(|(_, (x, y))| x != y)?;
+    Some(format!(
+        "not deterministic: download {} of {} ({} bytes) hashed {:#018x} in the first run, \
+         {:#018x} ({} bytes) in the second, with the same seed",
+        k + 1,
+        a.len(),
+        x.bytes,
+        x.hash,
+        y.hash,
+        y.bytes
+    ))
 }
 
 /// One check the CPU-side suite ran.

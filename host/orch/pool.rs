@@ -198,6 +198,18 @@ impl StreamPool {
         Ok(())
     }
 
+    /// Gives reserved memory back to the device until the pool holds at most `keep` bytes
+    /// (memory of live allocations stays). Frees are stream-ordered: synchronise first for
+    /// their memory to count as free.
+    pub fn trim(&mut self, keep: usize) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .during(|| "binding the context".into())?;
+        // SAFETY: the pool is valid (owned); trimming only releases unused reservations.
+        unsafe { result::mem_pool::trim_to(self.pool, keep) }
+            .during(|| format!("trimming the pool to {keep} bytes"))
+    }
+
     fn attr(&self, a: Attr) -> Result<u64> {
         let mut v = 0u64;
         // SAFETY: the reserved/used attributes are u64 (cuuint64_t).

@@ -306,6 +306,7 @@ impl Simulator {
             .map_err(|e| Error::Usage(format!("simulator read: {e}")))?;
         let off = (buf.addr - base) as usize;
         dst.copy_from_slice(&a.data[off..off + bytes]);
+        crate::digest::note(dst);
         Ok(out)
     }
 
