@@ -83,4 +83,3 @@ pub fn provoke(gpu: &Gpu, fault: Fault) -> Result<()> {
         Fault::IllegalAddress => "a kernel that stores to address 16",
     })
 }
-

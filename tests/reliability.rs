@@ -8,8 +8,8 @@
 //! need a binary of their own, run one test at a time.
 
 use cudarc::driver::sys::CUresult;
-use rustile::fault::{self, Fault};
 use rustile::families::{self, Case, Family, Scale};
+use rustile::fault::{self, Fault};
 use rustile::orch::StreamPool;
 use rustile::sim::Simulator;
 use rustile::{suite, Backend, DType, DriverError, Error, Gpu};
@@ -61,7 +61,9 @@ fn validate_copy(gpu: Gpu, what: &str) {
 fn a_trap_and_an_illegal_address_are_faults_and_a_fresh_gpu_then_validates() {
     for f in [Fault::Trap, Fault::IllegalAddress] {
         let gpu = Gpu::new(0).expect("a GPU");
-        let buf = gpu.alloc::<f32>(1 << 20, "a buffer alive across the fault").unwrap();
+        let buf = gpu
+            .alloc::<f32>(1 << 20, "a buffer alive across the fault")
+            .unwrap();
         let e = fault::provoke(&gpu, f).expect_err("the kernel must fault");
         println!("{f:?}: {e}");
         assert!(e.is_device_fault(), "{f:?}: {e}");
@@ -75,7 +77,10 @@ fn a_trap_and_an_illegal_address_are_faults_and_a_fresh_gpu_then_validates() {
         assert!(again.to_string().contains("still faulted"), "{again}");
         drop(buf);
         drop(gpu);
-        validate_copy(Gpu::new(0).expect("a fresh context"), &format!("after {f:?}"));
+        validate_copy(
+            Gpu::new(0).expect("a fresh context"),
+            &format!("after {f:?}"),
+        );
     }
 }
 
@@ -126,7 +131,11 @@ fn the_validation_runner_reopens_the_device_after_a_fault() {
     let backend = Backend::Gpu(Gpu::new(0).unwrap());
     let outcomes = suite::validate_families(&backend, &list, Scale::Quick, seed(), |_, _, _| {});
     drop(backend);
-    let n_copy = outcomes.iter().filter(|o| o.kernel.starts_with("copy/")).count() / 2;
+    let n_copy = outcomes
+        .iter()
+        .filter(|o| o.kernel.starts_with("copy/"))
+        .count()
+        / 2;
     assert!(outcomes[..n_copy].iter().all(|o| o.error.is_none()));
     assert!(outcomes[n_copy].fault);
     assert!(outcomes[n_copy + 1..].iter().all(|o| o
@@ -179,7 +188,8 @@ fn out_of_memory_mid_sweep_leaves_the_pool_at_baseline() {
 
 fn deterministic(backend: &Backend) {
     let s = seed();
-    let outcomes = suite::check_determinism(backend, &families::all(), Scale::Quick, s, |_, _, _| {});
+    let outcomes =
+        suite::check_determinism(backend, &families::all(), Scale::Quick, s, |_, _, _| {});
     let expected = suite::case_count(backend, Scale::Quick);
     assert_eq!(outcomes.len(), expected);
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();

@@ -67,7 +67,9 @@ pub fn validate_families(
                     kernel: case.kernel.clone(),
                     dtype: case.dtype.name(),
                     shape: case.shape.clone(),
-                    error: Some(format!("not run: the context was lost to a device fault in {f}")),
+                    error: Some(format!(
+                        "not run: the context was lost to a device fault in {f}"
+                    )),
                     fault: false,
                 });
                 continue;
