@@ -88,20 +88,11 @@ impl Spec {
 
     /// The case's shape text.
     pub fn describe(&self) -> String {
-        format!(
-            "{}{}",
-            self.problem.shape.describe(),
-            self.arrangement.tag()
-        )
+        format!("{}{}", self.problem.shape.describe(), self.arrangement.tag())
     }
 
     /// Runs the case on `backend`.
-    pub fn validate(
-        &self,
-        backend: &Backend,
-        variant: Option<Variant>,
-        seed: u64,
-    ) -> Result<Checked> {
+    pub fn validate(&self, backend: &Backend, variant: Option<Variant>, seed: u64) -> Result<Checked> {
         let packed = self.arrangement == Arrangement::PackedQkv;
         validate(backend, variant, &self.problem, packed, seed)
     }
@@ -143,16 +134,10 @@ fn specs(rows: &[Row], dims: &[usize]) -> Vec<Spec> {
     for ty in [DType::F16, DType::Bf16] {
         for &d in dims {
             for &(b, nq, nkv, hq, hkv, causal, arr) in rows {
-                v.push(Spec::new(
-                    ty,
-                    Shape::new(b, nq, nkv, hq, hkv, d).with_causal(causal),
-                    arr,
-                ));
+                v.push(Spec::new(ty, Shape::new(b, nq, nkv, hq, hkv, d).with_causal(causal), arr));
             }
             // A peaked softmax: scale 1 (scores spread ~1.3·√d).
-            let s = Shape::new(1, 97, 200, 2, 2, d)
-                .with_causal(true)
-                .with_scale(1.0);
+            let s = Shape::new(1, 97, 200, 2, 2, d).with_causal(true).with_scale(1.0);
             v.push(Spec::new(ty, s, Arrangement::Contiguous));
         }
     }
@@ -183,15 +168,9 @@ pub fn sim_cases() -> Vec<Spec> {
     for ty in [DType::F16, DType::Bf16] {
         for d in head_dims() {
             for &(b, nq, nkv, hq, hkv, causal, arr) in rows {
-                v.push(Spec::new(
-                    ty,
-                    Shape::new(b, nq, nkv, hq, hkv, d).with_causal(causal),
-                    arr,
-                ));
+                v.push(Spec::new(ty, Shape::new(b, nq, nkv, hq, hkv, d).with_causal(causal), arr));
             }
-            let s = Shape::new(1, 64, 130, 2, 2, d)
-                .with_causal(true)
-                .with_scale(1.0);
+            let s = Shape::new(1, 64, 130, 2, 2, d).with_causal(true).with_scale(1.0);
             v.push(Spec::new(ty, s, Arrangement::Contiguous));
         }
     }
@@ -256,24 +235,16 @@ impl crate::families::Family for Attention {
             }
             for v in runs {
                 let name = v.map_or_else(|| "attention/auto".to_string(), |v| v.kernel_name(d));
-                out.push(Case::new(
-                    name,
-                    p.dtype,
-                    spec.describe(),
-                    move |backend: &Backend, seed| {
-                        let same = matches!(
-                            (backend, target),
-                            (Backend::Simulator(_), Target::Simulator)
-                                | (Backend::Gpu(_), Target::Gpu(_))
-                        );
-                        if !same {
-                            return Err(Error::Usage(
-                                "a case of one back end given the other".into(),
-                            ));
-                        }
-                        spec.validate(backend, v, seed).map(|_| ())
-                    },
-                ));
+                out.push(Case::new(name, p.dtype, spec.describe(), move |backend: &Backend, seed| {
+                    let same = matches!(
+                        (backend, target),
+                        (Backend::Simulator(_), Target::Simulator) | (Backend::Gpu(_), Target::Gpu(_))
+                    );
+                    if !same {
+                        return Err(Error::Usage("a case of one back end given the other".into()));
+                    }
+                    spec.validate(backend, v, seed).map(|_| ())
+                }));
             }
         }
         out
