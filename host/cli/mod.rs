@@ -142,7 +142,7 @@ pub enum Command {
     /// On the GPU where there is one, else (or with --sim) in the simulator, at the shapes
     /// that suit it.
     Validate(suite::ValidateArgs),
-    /// Random cases of every family against the references, on the GPU or in the simulator
+    /// Random cases of every family against the references (GPU or simulator)
     ///
     /// Each case (variant, dtype, shape, strides, scalars, options and inputs) is drawn from
     /// its own seed; a failure prints it and the command that replays exactly that case.

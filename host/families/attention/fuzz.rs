@@ -23,7 +23,7 @@ use super::*;
 const SIM_SEQ: usize = 270;
 const SIM_UNITS: usize = 8;
 const GPU_SEQ: usize = 2048;
-const GPU_ELEMS: usize = 1 << 23;
+const GPU_ELEMS: usize = 1 << 22;
 
 /// A random attention case for `backend`.
 pub fn case(backend: &Backend, rng: &mut dyn RngCore) -> Option<Fuzzed> {

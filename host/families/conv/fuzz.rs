@@ -212,10 +212,7 @@ fn problem(
             p.pad = (p.r / 2, p.s / 2);
         }
         // Shrink batch, then output channels, then the image, to the budget.
-        loop {
-            let Ok((m, n, red)) = p.gemm_dims() else {
-                break;
-            };
+        while let Ok((m, n, red)) = p.gemm_dims() {
             if m * n * red <= work {
                 break;
             }
