@@ -2,7 +2,7 @@
 //! case (variant, dtype, shape, strides, scalars, options) and its inputs, so a failure is
 //! replayed exactly from the seed it prints.
 //!
-//! A family draws its cases in [`Family::fuzz`](super::Family::fuzz) (its own `fuzz.rs`),
+//! A family draws its cases in [`Family::fuzz`] (its own `fuzz.rs`),
 //! sized to the back end: small shapes that still cross every tile edge in the simulator, and
 //! shapes up to a few thousand rows (every variant the device runs, `wgmma`/TMA included) on
 //! the GPU. [`run`] runs `cases` of them, in parallel in the simulator (a fresh simulator per

@@ -127,7 +127,7 @@ pub fn validate(backend: &Backend, kernel: &KernelInfo, p: &GemmProblem, seed: u
     check_output(&check::kernel_name(kernel), p, &run)
 }
 
-/// The checks of [`validate`] on one run's `[A, B, C before, C after]` (from [`output`]):
+/// The checks of [`validate()`] on one run's `[A, B, C before, C after]` (from [`output`]):
 /// C's elements between rows (`ldc > n`) untouched, every element within its bound
 /// ([`compare_elements`]). Returns the relative Frobenius error.
 pub fn check_output(name: &str, p: &GemmProblem, run: &[Vec<f32>; 4]) -> Result<f64> {
@@ -158,7 +158,7 @@ pub fn check_output(name: &str, p: &GemmProblem, run: &[Vec<f32>; 4]) -> Result<
 }
 
 /// Runs `kernel` once on fresh random A, B, C from `seed` (C NaN where β = 0, so an element
-/// the kernel skips cannot pass), as [`validate`] does, and returns `[A, B, C before, C
+/// the kernel skips cannot pass), as [`validate()`] does, and returns `[A, B, C before, C
 /// after]`. The shape and the buffers' sizes are checked before anything is allocated.
 pub fn output(
     backend: &Backend,
