@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Some(Command::Info(a)) => cli::suite::info(a),
         Some(Command::Validate(a)) => cli::suite::validate(a),
         Some(Command::Analyze(a)) => cli::suite::analyze(a),
+        Some(Command::Fuzz(a)) => cli::fuzz::run(a),
         Some(Command::Bench(b)) => cli::bench::run(b),
         Some(Command::Hgemm(h)) => rustile::hgemm::cli::main(h),
         Some(Command::PtxReport) => cli::suite::ptx_report(true),

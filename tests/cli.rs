@@ -475,3 +475,43 @@ fn every_out_is_checked_writable_and_every_reps_positive_while_parsing() {
     // conv, transfer, overlap, orchestration, launch, memory …
     assert!(checked.len() >= 15, "{checked:#?}");
 }
+
+#[test]
+fn fuzz_runs_in_the_simulator_prints_a_summary_and_replays_a_seed() {
+    let out = rustile(&["fuzz", "--sim", "--cases", "20", "--seed", "1"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for family in rustile::families::all() {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", family.name())))
+            .unwrap_or_else(|| panic!("no line for {}:\n{stdout}", family.name()));
+        assert!(
+            line.contains(" cases,") && line.contains(" 0 failed"),
+            "{line}"
+        );
+    }
+    assert!(
+        stdout.contains("fuzzed 20 cases") && stdout.contains("20 passed, 0 failed"),
+        "{stdout}"
+    );
+    // The first copy case of that run, by its case seed.
+    let seed = format!("{:#x}", rustile::families::fuzz::case_seed(1, "copy", 0));
+    let out = rustile(&["fuzz", "--family", "copy", "--replay", &seed, "--sim"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("copy/") && stdout.ends_with("passed\n"),
+        "{stdout}"
+    );
+    for bad in [
+        "fuzz --replay 7",
+        "fuzz --cases 0",
+        "fuzz --seed x",
+        "fuzz --family nope",
+        "fuzz --family copy --replay 1 --seed 2",
+    ] {
+        let out = rustile(&bad.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(2), "`rustile {bad}`");
+    }
+}

@@ -22,6 +22,7 @@ use crate::error::{Error, Result as RustileResult};
 use crate::families::{self, Family};
 
 pub mod bench;
+pub mod fuzz;
 pub mod hgemm;
 pub mod orch;
 pub mod suite;
@@ -141,6 +142,12 @@ pub enum Command {
     /// On the GPU where there is one, else (or with --sim) in the simulator, at the shapes
     /// that suit it.
     Validate(suite::ValidateArgs),
+    /// Random cases of every family against the references (GPU or simulator)
+    ///
+    /// Each case (variant, dtype, shape, strides, scalars, options and inputs) is drawn from
+    /// its own seed; a failure prints it and the command that replays exactly that case.
+    /// Exit code 1 if any case fails.
+    Fuzz(fuzz::FuzzArgs),
     /// One kernel in the simulator: sectors and bank conflicts per line (no GPU)
     ///
     /// Runs FAMILY/VARIANT once in the simulator, validated against the CPU reference, and

@@ -12,6 +12,7 @@ use rustile_kernels::registry::DType;
 use crate::backend::Backend;
 use crate::error::Result;
 
+pub mod fuzz;
 pub mod memory;
 pub mod selftest;
 pub mod suite;
@@ -51,6 +52,15 @@ pub trait Family: Sync {
     /// Runs one of this family's cases with inputs drawn from `seed`.
     fn run(&self, backend: &Backend, case: &Case, seed: u64) -> Outcome {
         case.run(backend, seed)
+    }
+
+    /// A random case for `backend` drawn from `rng` (every choice the case makes: variant,
+    /// dtype, shape, strides, scalars, options), sized to the back end ([`fuzz::Size`]), and
+    /// its output function; `None` if the family has no generator. The same `rng` state gives
+    /// the same case. [`fuzz::run`] runs them.
+    fn fuzz(&self, backend: &Backend, rng: &mut dyn rand::RngCore) -> Option<fuzz::Fuzzed> {
+        let _ = (backend, rng);
+        None
     }
 
     /// The family's own command line, `rustile <name> …`, if it has one: [`crate::cli`]

@@ -207,6 +207,14 @@ impl crate::families::Family for Attention {
         cli::main(matches)
     }
 
+    fn fuzz(
+        &self,
+        backend: &Backend,
+        rng: &mut dyn rand::RngCore,
+    ) -> Option<crate::families::fuzz::Fuzzed> {
+        super::fuzz::case(backend, rng)
+    }
+
     fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {
         let (target, specs) = match backend {
             Backend::Gpu(gpu) => (Target::Gpu(gpu.flavour()), gpu_cases(scale)),

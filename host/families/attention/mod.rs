@@ -31,6 +31,7 @@ pub mod bench;
 pub mod cases;
 pub mod cli;
 pub mod dump;
+pub mod fuzz;
 pub mod launch;
 pub mod operands;
 pub mod prepare;

@@ -168,6 +168,14 @@ impl Family for Conv {
     fn run_command(&self, matches: &clap::ArgMatches) -> crate::error::Result<()> {
         super::cli::main(matches)
     }
+
+    fn fuzz(
+        &self,
+        backend: &Backend,
+        rng: &mut dyn rand::RngCore,
+    ) -> Option<crate::families::fuzz::Fuzzed> {
+        super::fuzz::case(backend, rng)
+    }
 }
 
 /// Layouts a problem can take, for the CLI.

@@ -21,6 +21,7 @@ pub mod cli;
 pub mod cudnn;
 pub mod dispatch;
 pub mod dump;
+pub mod fuzz;
 pub mod launch;
 pub mod problem;
 pub mod reference;

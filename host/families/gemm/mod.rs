@@ -5,6 +5,7 @@ use rustile_kernels::registry::{Family, KernelInfo};
 pub mod bench;
 pub mod crossover;
 pub mod dispatch;
+pub mod fuzz;
 pub mod launch;
 pub mod problem;
 pub mod validate;

@@ -5,7 +5,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rustile_kernels::registry::{DType, Family, KernelInfo};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Buf};
 use crate::check::{self, BufArg};
 use crate::elem::random_vec;
 use crate::error::{Error, Result};
@@ -123,16 +123,77 @@ pub fn check_elements(
 /// ([`check_elements`]). Returns the relative Frobenius error (a summary). The shape and the
 /// buffers' sizes are checked before anything is allocated.
 pub fn validate(backend: &Backend, kernel: &KernelInfo, p: &GemmProblem, seed: u64) -> Result<f64> {
-    let name = check::kernel_name(kernel);
+    let run = output(backend, kernel, p, seed)?;
+    check_output(&check::kernel_name(kernel), p, &run)
+}
+
+/// The checks of [`validate()`] on one run's `[A, B, C before, C after]` (from [`output`]):
+/// C's elements between rows (`ldc > n`) untouched, every element within its bound
+/// ([`compare_elements`]). Returns the relative Frobenius error.
+pub fn check_output(name: &str, p: &GemmProblem, run: &[Vec<f32>; 4]) -> Result<f64> {
+    let [a, b, c0, got] = run;
+    if got.len() < c0.len() {
+        return Err(Error::Usage(format!(
+            "{name} {}: {} results for a C of {}",
+            p.shape(),
+            got.len(),
+            c0.len()
+        )));
+    }
+    for i in 0..p.m.saturating_sub(1) {
+        for j in p.n..p.ldc {
+            let idx = i * p.ldc + j;
+            if got[idx].to_bits() != c0[idx].to_bits() {
+                return Err(Error::Mismatch {
+                    kernel: name.to_string(),
+                    shape: p.shape(),
+                    detail: format!("wrote C[{i}][{j}], outside the n = {} columns", p.n),
+                });
+            }
+        }
+    }
+    let (want, scale) = p.reference_scaled(a, b, c0);
+    compare_elements(name, p, got, &want, &scale)?;
+    Ok(relative_error(p, got, &want))
+}
+
+/// Runs `kernel` once on fresh random A, B, C from `seed` (C NaN where β = 0, so an element
+/// the kernel skips cannot pass), as [`validate()`] does, and returns `[A, B, C before, C
+/// after]`. The shape and the buffers' sizes are checked before anything is allocated.
+pub fn output(
+    backend: &Backend,
+    kernel: &KernelInfo,
+    p: &GemmProblem,
+    seed: u64,
+) -> Result<[Vec<f32>; 4]> {
     let (la, lb, lc) = p.lens()?;
-    let (la, lb) = (la.max(1), lb.max(1));
     p.check(
         kernel,
-        BufArg::new("a", la, 0),
-        BufArg::new("b", lb, 0),
+        BufArg::new("a", la.max(1), 0),
+        BufArg::new("b", lb.max(1), 0),
         BufArg::new("c", lc, 0),
     )?;
-    let bytes = check::total_bytes(&name, &[(la, 4), (lb, 4), (lc, 4)])?;
+    output_with(
+        backend,
+        &check::kernel_name(kernel),
+        p,
+        seed,
+        |da, db, dc| launch_on(backend, kernel, p, da, db, dc),
+    )
+}
+
+/// [`output`] with `launch` running the product on the uploaded A, B, C (the caller checked
+/// the shape).
+pub fn output_with(
+    backend: &Backend,
+    name: &str,
+    p: &GemmProblem,
+    seed: u64,
+    launch: impl FnOnce(&Buf<f32>, &Buf<f32>, &mut Buf<f32>) -> Result<()>,
+) -> Result<[Vec<f32>; 4]> {
+    let (la, lb, lc) = p.lens()?;
+    let (la, lb) = (la.max(1), lb.max(1));
+    let bytes = check::total_bytes(name, &[(la, 4), (lb, 4), (lc, 4)])?;
     backend.check_fits(bytes, &format!("{name} {}: A, B and C", p.shape()))?;
     let mut rng = SmallRng::seed_from_u64(seed);
     let a: Vec<f32> = random_vec(la, &mut rng);
@@ -145,25 +206,16 @@ pub fn validate(backend: &Backend, kernel: &KernelInfo, p: &GemmProblem, seed: u
     let da = backend.upload(&a, "A")?;
     let db = backend.upload(&b, "B")?;
     let mut dc = backend.upload(&c0, "C")?;
-    launch_on(backend, kernel, p, &da, &db, &mut dc)?;
+    launch(&da, &db, &mut dc)?;
     backend.synchronize("gemm")?;
     let got = backend.download(&dc, "C")?;
-    // Elements between rows (ldc > n) must be untouched.
-    for i in 0..p.m.saturating_sub(1) {
-        for j in p.n..p.ldc {
-            let idx = i * p.ldc + j;
-            if got[idx].to_bits() != c0[idx].to_bits() {
-                return Err(Error::Mismatch {
-                    kernel: name,
-                    shape: p.shape(),
-                    detail: format!("wrote C[{i}][{j}], outside the n = {} columns", p.n),
-                });
-            }
-        }
+    if let (Backend::Simulator(sim), Buf::Sim(a), Buf::Sim(b), Buf::Sim(c)) = (backend, da, db, dc)
+    {
+        sim.free(a);
+        sim.free(b);
+        sim.free(c);
     }
-    let (want, scale) = p.reference_scaled(&a, &b, &c0);
-    compare_elements(&name, p, &got, &want, &scale)?;
-    Ok(relative_error(p, &got, &want))
+    Ok([a, b, c0, got])
 }
 
 /// Shapes every SGEMM variant is validated at: not multiples of any tile, K = 1 and K = 0,
@@ -242,5 +294,13 @@ impl crate::families::Family for Sgemm {
                 })
             })
             .collect()
+    }
+
+    fn fuzz(
+        &self,
+        backend: &Backend,
+        rng: &mut dyn rand::RngCore,
+    ) -> Option<crate::families::fuzz::Fuzzed> {
+        super::fuzz::case(backend, rng)
     }
 }

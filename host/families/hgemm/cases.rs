@@ -236,6 +236,14 @@ impl crate::families::Family for Hgemm {
                 .collect(),
         }
     }
+
+    fn fuzz(
+        &self,
+        backend: &Backend,
+        rng: &mut dyn rand::RngCore,
+    ) -> Option<crate::families::fuzz::Fuzzed> {
+        super::fuzz::case(backend, rng)
+    }
 }
 
 fn not_simulated(v: Option<Variant>) -> Error {

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod cases;
 pub mod cli;
 pub mod dispatch;
+pub mod fuzz;
 pub mod peak;
 pub mod prepare;
 pub mod problem;

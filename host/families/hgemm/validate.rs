@@ -32,6 +32,19 @@ pub fn validate(
     p.check()?;
     gpu.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
     let x = Inputs::random(p, with_bias, seed)?;
+    let (got, used) = gpu_output(gpu, variant, p, &x)?;
+    finish(p, &x, got, used, seed)
+}
+
+/// Runs `variant` (`None`: the selected one) once on the GPU over the inputs `x` (made for
+/// `p`) into C as [`Inputs`] says (NaN when β = 0) and returns C widened to f32 and the
+/// variant that ran. The caller checked `p` and its bytes.
+pub fn gpu_output(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<(Vec<f32>, Variant)> {
     let a = gpu.upload(&x.a, "hgemm A")?;
     let b = gpu.upload(&x.b, "hgemm B")?;
     let bias = match &x.bias {
@@ -39,7 +52,7 @@ pub fn validate(
         None => None,
     };
     // β = 0: C starts as NaN, so an element the kernel skips cannot pass.
-    let (got, used) = match p.out {
+    Ok(match p.out {
         DType::F16 | DType::Bf16 => {
             let init = x.c_before_half(p);
             let mut c = gpu.upload(&init, "hgemm C")?;
@@ -69,11 +82,16 @@ pub fn validate(
             )?;
             (gpu.download(&c, "hgemm C")?, used)
         }
-    };
-    finish(p, &x, got, used, seed)
+    })
 }
 
-fn finish(p: &Problem, x: &Inputs, got: Vec<f32>, variant: Variant, seed: u64) -> Result<Checked> {
+pub(super) fn finish(
+    p: &Problem,
+    x: &Inputs,
+    got: Vec<f32>,
+    variant: Variant,
+    seed: u64,
+) -> Result<Checked> {
     let which = elements_to_check(p, 4096, seed);
     let checked = compare(p, x, &got, &which)?;
     Ok(Checked {
@@ -121,6 +139,17 @@ pub fn validate_sim_tuned(
     seed: u64,
 ) -> Result<Checked> {
     p.check()?;
+    sim_supports(variant, tuning, p)?;
+    sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
+    let x = Inputs::random(p, with_bias, seed)?;
+    let got = sim_output(sim, variant, tuning, p, &x)?;
+    finish(p, &x, got, variant, seed)
+}
+
+/// Whether the simulator can run `variant` (with `tuning`) on `p`: not `wgmma_ws` (no model),
+/// and `mma_pipeline` only on pitches that are multiples of 8 elements and, for a tuning
+/// configuration, on the types it is built for; else [`Error::Unsupported`].
+pub fn sim_supports(variant: Variant, tuning: Option<&Tuning>, p: &Problem) -> Result<()> {
     match variant {
         Variant::Mma => {}
         Variant::MmaPipeline => {
@@ -140,10 +169,22 @@ pub fn validate_sim_tuned(
             })
         }
     }
+    Ok(())
+}
+
+/// Runs `variant` (an `mma.sync` one; `tuning`: an `mma_pipeline` configuration) once in the
+/// simulator over the inputs `x` (made for `p`) into C as [`Inputs`] says (NaN when β = 0)
+/// and returns C widened to f32. The caller checked `p`, the variant and the bytes
+/// ([`validate_sim_tuned`]).
+pub fn sim_output(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<Vec<f32>> {
     let info = variant.kernel(tuning);
     let [la, lb, lc] = p.lens()?;
-    sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
-    let x = Inputs::random(p, with_bias, seed)?;
     let a = sim.alloc::<u16>(la.max(1), "A")?;
     sim.write(&a, &x.a)?;
     let b = sim.alloc::<u16>(lb.max(1), "B")?;
@@ -170,7 +211,7 @@ pub fn validate_sim_tuned(
             mma_args(p, [a.addr(), b.addr(), c, bias]),
         )
     };
-    let got: Vec<f32> = match p.out {
+    Ok(match p.out {
         DType::F16 | DType::Bf16 => {
             let c = sim.alloc::<u16>(lc, "C")?;
             let init = x.c_before_half(p);
@@ -185,6 +226,5 @@ pub fn validate_sim_tuned(
             plan(c.addr()).simulate(sim)?;
             sim.read(&c)?
         }
-    };
-    finish(p, &x, got, variant, seed)
+    })
 }

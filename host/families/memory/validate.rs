@@ -67,6 +67,14 @@ impl crate::families::Family for Memory {
             })
             .collect()
     }
+
+    fn fuzz(
+        &self,
+        backend: &Backend,
+        rng: &mut dyn rand::RngCore,
+    ) -> Option<crate::families::fuzz::Fuzzed> {
+        super::fuzz::case(self.family, backend, rng)
+    }
 }
 
 /// Shapes every variant of `family` is validated at: tiny, odd, just around tile and vector
@@ -137,6 +145,23 @@ pub fn validate<T: DeviceElem>(
     problem: &Problem,
     rng: &mut SmallRng,
 ) -> Result<()> {
+    let (host_src, got) = output::<T>(backend, kernel, problem, rng)?;
+    check::exact(
+        &check::kernel_name(kernel),
+        &problem.shape(),
+        &got,
+        &problem.reference(&host_src),
+    )
+}
+
+/// Runs `kernel` once on `problem` with fresh random input from `rng` into a poisoned output
+/// and returns `(input, output)`.
+pub fn output<T: DeviceElem>(
+    backend: &Backend,
+    kernel: &KernelInfo,
+    problem: &Problem,
+    rng: &mut SmallRng,
+) -> Result<(Vec<T>, Vec<T>)> {
     let (src_len, dst_len) = problem.lens()?;
     check_before_alloc::<T>(backend, kernel, problem, "validation input and output")?;
     let host_src: Vec<T> = random_vec(src_len, rng);
@@ -149,12 +174,7 @@ pub fn validate<T: DeviceElem>(
         sim.free(s);
         sim.free(d);
     }
-    check::exact(
-        &check::kernel_name(kernel),
-        &problem.shape(),
-        &got,
-        &problem.reference(&host_src),
-    )
+    Ok((host_src, got))
 }
 
 /// The checks a case makes before it allocates anything (host or device): the shape's own
