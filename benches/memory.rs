@@ -94,8 +94,11 @@ fn sets(gpu: &Gpu, p: &Problem) -> Result<Sets> {
     Ok(s)
 }
 
+/// Sources and destinations of the `cuMemcpyDtoD` baseline.
+type ByteSets = (Vec<CudaSlice<u8>>, Vec<CudaSlice<u8>>);
+
 /// `cuMemcpyDtoD` sets moving `bytes` (half read, half written).
-fn memcpy_sets(gpu: &Gpu, bytes: u64) -> Result<(Vec<CudaSlice<u8>>, Vec<CudaSlice<u8>>)> {
+fn memcpy_sets(gpu: &Gpu, bytes: u64) -> Result<ByteSets> {
     let half = (bytes / 2) as usize;
     let n = rotation_sets(gpu.info().l2_bytes, bytes);
     gpu.check_fits(half * 2 * n, "memcpy baseline sets")?;
