@@ -1,25 +1,28 @@
-//! `cargo bench --bench memory`: the copy, strided-copy and transpose sweeps.
+//! `cargo bench --bench memory`: the copy, strided-copy and transpose ladders against
+//! `cuMemcpyDtoD`, f32, in one process.
 //!
-//! Criterion drives each case with CUDA-event time as the measurement (`iter_custom`: the time
-//! between two events around `iters` launches, L2 kept cold by rotating input sets). At the
-//! end, rustile's own harness measures every case again as a median over single launches, in
-//! both L2 modes, beside `cuMemcpyDtoD` in the same process, prints the table and writes
-//! JSON/CSV to `$RUSTILE_BENCH_OUT` (default `target/rustile-bench`).
-//!
-//! Without a GPU the bench prints why and exits successfully: there is nothing to time.
-//! `RUSTILE_BENCH_FAMILY=copy|strided|transpose` restricts the sweep.
+//! Groups `copy`, `strided`, `transpose`; ids `group/f32/shape/impl` where shape is `N`
+//! (copy), `N:S` (strided: N outputs at stride S) or `RxC` (transpose), impl a ladder step or
+//! `memcpy` (`cuMemcpyDtoD` moving the same useful bytes: half read, half written). Throughput
+//! in GB/s of useful bytes (each element read once and written once). Every kernel's output is
+//! checked exactly against the host reference once before it is timed; input sets rotate past
+//! 3× the L2. `RUSTILE_BENCH_FAMILY=copy|strided|transpose` restricts the sweep (criterion's
+//! filter does too). The two-L2-mode, f32 + f16 tables are `rustile bench <family>`.
 
-use std::io::IsTerminal;
-use std::time::Duration;
+mod common;
 
-use criterion::Criterion;
-use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+use std::cell::RefCell;
+
+use common::{event_time, register, Bench, Key, Work};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use rustile::bench::{self, Sweep};
+use rustile::bench::Sweep;
 use rustile::elem::random_vec;
-use rustile::harness::{self, TimingConfig};
-use rustile::{DType, Family, Gpu, Problem, KERNELS};
+use rustile::harness::rotation_sets;
+use rustile::{CudaSlice, Family, Gpu, KernelInfo, Problem, Result};
+
+/// Strides timed (of `rustile bench strided`'s 1 … 32).
+const STRIDES: [usize; 3] = [1, 4, 32];
 
 fn families() -> Vec<Family> {
     match std::env::var("RUSTILE_BENCH_FAMILY") {
@@ -31,95 +34,152 @@ fn families() -> Vec<Family> {
     }
 }
 
-/// Criterion's view: f32, rotate mode, one group per family, event time per launch.
-fn criterion_sweeps(c: &mut Criterion, gpu: &Gpu) {
-    let mut rng = SmallRng::seed_from_u64(0xc0ffee);
-    for family in families() {
-        let mut group = c.benchmark_group(family.name());
-        for problem in Sweep::default_for(family).problems {
-            let (src_len, dst_len) = problem.lens().unwrap();
-            let sets =
-                harness::rotation_sets(gpu.info().l2_bytes, ((src_len + dst_len) * 4) as u64);
-            let srcs: Vec<_> = (0..sets)
-                .map(|_| {
-                    gpu.upload(&random_vec::<f32>(src_len, &mut rng), "bench input")
-                        .unwrap()
-                })
-                .collect();
-            let mut dsts: Vec<_> = (0..sets)
-                .map(|_| gpu.alloc::<f32>(dst_len, "bench output").unwrap())
-                .collect();
-            for kernel in KERNELS
-                .iter()
-                .filter(|k| k.family == family && k.role == rustile_kernels::registry::Role::Ladder)
-            {
-                let id = format!("{}/f32/{}", kernel.name, problem.shape());
-                group.bench_function(id, |b| {
-                    b.iter_custom(|iters| {
-                        event_time(gpu, &problem, kernel, &srcs, &mut dsts, iters)
-                    })
-                });
-            }
-        }
-        group.finish();
+fn problems(family: Family) -> Vec<Problem> {
+    Sweep::default_for(family)
+        .problems
+        .into_iter()
+        .filter(|p| match p {
+            Problem::Strided(s) => STRIDES.contains(&s.stride),
+            _ => true,
+        })
+        .collect()
+}
+
+/// `N`, `N:S`, `RxC`: filter-friendly shapes.
+fn shape(p: &Problem) -> String {
+    match p {
+        Problem::Copy(c) => c.n.to_string(),
+        Problem::Strided(s) => format!("{}:{}", s.n, s.stride),
+        Problem::Transpose(t) => format!("{}x{}", t.rows, t.cols),
     }
 }
 
-fn event_time(
-    gpu: &Gpu,
-    problem: &Problem,
-    kernel: &rustile::KernelInfo,
-    srcs: &[cudarc::driver::CudaSlice<f32>],
-    dsts: &mut [cudarc::driver::CudaSlice<f32>],
-    iters: u64,
-) -> Duration {
-    let ctx = gpu.context();
-    let start = ctx.new_event(Some(CU_EVENT_DEFAULT)).unwrap();
-    let end = ctx.new_event(Some(CU_EVENT_DEFAULT)).unwrap();
-    start.record(gpu.stream()).unwrap();
-    for i in 0..iters as usize {
-        let s = i % srcs.len();
-        problem
-            .launch_gpu(gpu, kernel, &srcs[s], &mut dsts[s])
-            .unwrap();
+fn kernels(family: Family) -> Vec<&'static KernelInfo> {
+    rustile::KERNELS
+        .iter()
+        .copied()
+        .filter(|k| {
+            k.family == family
+                && k.role == rustile_kernels::registry::Role::Ladder
+                && k.symbol(rustile::DType::F32).is_some()
+        })
+        .collect()
+}
+
+/// Input sets of one problem (the same random input in each) and their outputs, plus the
+/// host reference of the output.
+struct Sets {
+    src: Vec<CudaSlice<f32>>,
+    dst: Vec<CudaSlice<f32>>,
+    want: Vec<f32>,
+}
+
+fn sets(gpu: &Gpu, p: &Problem) -> Result<Sets> {
+    p.check_shape()?;
+    let (ls, ld) = p.lens()?;
+    let set = rustile::check::total_bytes("memory bench", &[(ls, 4), (ld, 4)])?;
+    let n = rotation_sets(gpu.info().l2_bytes, set as u64);
+    gpu.check_fits(set * n, &format!("memory bench {}: {n} sets", shape(p)))?;
+    let host: Vec<f32> = random_vec(ls, &mut SmallRng::seed_from_u64(0xc0ffee));
+    let want = p.reference(&host);
+    let mut s = Sets {
+        src: Vec::new(),
+        dst: Vec::new(),
+        want,
+    };
+    for _ in 0..n {
+        s.src.push(gpu.upload(&host, "bench input")?);
+        s.dst.push(gpu.alloc::<f32>(ld, "bench output")?);
     }
-    end.record(gpu.stream()).unwrap();
-    end.synchronize().unwrap();
-    Duration::from_secs_f64(start.elapsed_ms(&end).unwrap() as f64 * 1e-3)
+    Ok(s)
+}
+
+/// Sources and destinations of the `cuMemcpyDtoD` baseline.
+type ByteSets = (Vec<CudaSlice<u8>>, Vec<CudaSlice<u8>>);
+
+/// `cuMemcpyDtoD` sets moving `bytes` (half read, half written).
+fn memcpy_sets(gpu: &Gpu, bytes: u64) -> Result<ByteSets> {
+    let half = (bytes / 2) as usize;
+    let n = rotation_sets(gpu.info().l2_bytes, bytes);
+    gpu.check_fits(half * 2 * n, "memcpy baseline sets")?;
+    let mut v = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        v.0.push(gpu.alloc::<u8>(half, "baseline input")?);
+        v.1.push(gpu.alloc::<u8>(half, "baseline output")?);
+    }
+    Ok(v)
+}
+
+fn family_group(bench: &mut Bench, gpu: Option<&Gpu>, family: Family) {
+    let mut g = bench.group(family.name());
+    for p in problems(family) {
+        let bytes = p.bytes_moved(4);
+        let sh = format!("f32/{}", shape(&p));
+        let state: RefCell<Option<Sets>> = RefCell::new(None);
+        for kernel in kernels(family) {
+            let key = Key {
+                group: family.name().into(),
+                shape: sh.clone(),
+                imp: kernel.name.into(),
+                work: Work::Bytes(bytes),
+                baseline: false,
+            };
+            let (mut checked, mut next) = (false, 0usize);
+            register(&mut g, key, |iters| {
+                let gpu = gpu.ok_or_else(|| rustile::Error::Usage("no GPU".into()))?;
+                let mut st = state.borrow_mut();
+                if st.is_none() {
+                    *st = Some(sets(gpu, &p)?);
+                }
+                let s = st.as_mut().expect("filled above");
+                if !checked {
+                    gpu.fill(&mut s.dst[0], f32::NAN, "bench output")?;
+                    p.launch_gpu(gpu, kernel, &s.src[0], &mut s.dst[0])?;
+                    let got = gpu.download(&s.dst[0], "bench output")?;
+                    let name = rustile::check::kernel_name(kernel);
+                    rustile::check::exact(&name, &shape(&p), &got, &s.want)?;
+                    checked = true;
+                }
+                let n = s.src.len();
+                event_time(gpu, iters, &mut next, |i| {
+                    p.launch_gpu(gpu, kernel, &s.src[i % n], &mut s.dst[i % n])
+                })
+            });
+        }
+        let key = Key {
+            group: family.name().into(),
+            shape: sh.clone(),
+            imp: "memcpy".into(),
+            work: Work::Bytes(bytes),
+            baseline: true,
+        };
+        let (mut bufs, mut next) = (None, 0usize);
+        register(&mut g, key, |iters| {
+            let gpu = gpu.ok_or_else(|| rustile::Error::Usage("no GPU".into()))?;
+            if bufs.is_none() {
+                bufs = Some(memcpy_sets(gpu, bytes)?);
+            }
+            let (src, dst) = bufs.as_mut().expect("filled above");
+            let n = src.len();
+            event_time(gpu, iters, &mut next, |i| {
+                gpu.stream()
+                    .memcpy_dtod(&src[i % n], &mut dst[i % n])
+                    .map_err(|e| rustile::Error::driver("cuMemcpyDtoD baseline", e))
+            })
+        });
+    }
+    g.finish();
 }
 
 fn main() {
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            println!("rustile memory bench: {e}; nothing to time (benchmarks need a GPU)");
-            return;
-        }
-    };
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(1))
-        .configure_from_args();
-    criterion_sweeps(&mut c, &gpu);
-    c.final_summary();
-
-    let out = std::env::var("RUSTILE_BENCH_OUT").unwrap_or_else(|_| "target/rustile-bench".into());
-    let timing = TimingConfig::default();
+    let (mut bench, gpu) = Bench::new("memory");
+    let n: usize = families()
+        .into_iter()
+        .map(|f| problems(f).len() * (kernels(f).len() + 1))
+        .sum();
+    bench.estimate(n);
     for family in families() {
-        let mut sweep = Sweep::default_for(family);
-        sweep.dtypes = vec![DType::F32, DType::F16];
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let rows = bench::run(&gpu, &sweep, &timing, seed, |what| {
-            if std::io::stderr().is_terminal() {
-                eprint!("\r\x1b[2K{what}")
-            }
-        })
-        .unwrap_or_else(|e| panic!("{} sweep failed: {e}", family.name()));
-        eprintln!();
-        bench::write_results(&rows, std::path::Path::new(&out), family.name()).unwrap();
-        println!("\n## {}\n\n{}", family.name(), bench::markdown(&rows));
+        family_group(&mut bench, gpu.as_ref(), family);
     }
+    bench.finish();
 }
