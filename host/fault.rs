@@ -6,7 +6,7 @@
 //! of rustile's kernels — so tests can check the error is reported as a fault and that the
 //! process goes on after dropping its handles and opening a fresh [`Gpu`].
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{DriverContext, Result};
@@ -82,4 +82,40 @@ pub fn provoke(gpu: &Gpu, fault: Fault) -> Result<()> {
         Fault::Trap => "a kernel that traps",
         Fault::IllegalAddress => "a kernel that stores to address 16",
     })
+}
+
+/// A [`Gpu`] on device `ordinal` after a device fault, once the caller has dropped every
+/// handle of the faulted context: first the device's primary context again ([`Gpu::new`],
+/// which the driver re-creates when its last user is gone), and if the driver still holds
+/// that one faulted, a context of rustile's own (`cuCtxCreate`), which no other user shares.
+/// Errors: the last attempt's, with what the first gave in its text.
+pub fn reopen(ordinal: usize) -> Result<Gpu> {
+    let primary = match Gpu::new(ordinal) {
+        Ok(gpu) => return Ok(gpu),
+        Err(e) if e.is_device_fault() => e,
+        Err(e) => return Err(e),
+    };
+    let ctx = CudaContext::new_non_primary(ordinal, 0).during(|| {
+        format!("creating a context of rustile's own on device {ordinal} after the primary one stayed faulted ({primary})")
+    })?;
+    ctx.synchronize()
+        .during(|| format!("a new context on device {ordinal} after a device fault"))?;
+    Gpu::from_context(ctx)
+}
+
+/// Destroys device `ordinal`'s primary context with everything in it
+/// (`cuDevicePrimaryCtxReset`), so the next [`Gpu::new`] gets a fresh one even if handles
+/// of the faulted one are still alive.
+///
+/// # Safety
+///
+/// Nothing else in the process may use the primary context afterwards: every buffer,
+/// stream, module, cuBLAS or cuDNN handle made on it is dangling, and using one (even
+/// dropping it, which frees) passes a destroyed context's handle to the driver.
+pub unsafe fn reset_primary(ordinal: usize) -> Result<()> {
+    // SAFETY: the caller guarantees nothing uses the primary context any more; the ordinal
+    // is a device index (the driver checks it).
+    unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(ordinal as i32) }
+        .result()
+        .during(|| format!("resetting device {ordinal}'s primary context"))
 }

@@ -296,7 +296,7 @@ pub fn validate_owned(
     let reopen = move || match ordinal {
         Some(o) => {
             eprintln!("device fault: reopening device {o} for the remaining cases");
-            Gpu::new(o).map(Backend::Gpu)
+            crate::fault::reopen(o).map(Backend::Gpu)
         }
         None => Err(Error::Usage("the simulator has no device to reopen".into())),
     };

@@ -178,8 +178,9 @@ pub struct DeviceBuffer {
 }
 
 impl DeviceBuffer {
-    /// Allocates `bytes`, uninitialised (only its raw address is handed out: reading it takes
-    /// an unsafe launch or copy). Out of memory is [`Error::OutOfMemory`].
+    /// Allocates `bytes`, zero-filled (so a study that times a copy out of a buffer nothing
+    /// wrote reads defined bytes: compute-sanitizer's initcheck found the bidirectional
+    /// study's D2H source read uninitialised). Out of memory is [`Error::OutOfMemory`].
     pub fn new(ctx: &Arc<CudaContext>, bytes: usize, what: &str) -> Result<Self> {
         if bytes == 0 {
             return Err(Error::ZeroSize {
@@ -189,16 +190,19 @@ impl DeviceBuffer {
         }
         ctx.bind_to_thread()
             .during(|| "binding the context".into())?;
-        // SAFETY: a plain allocation, freed once in Drop. The memory is uninitialised; it is
-        // reachable only through its raw address (`ptr`), i.e. through unsafe launches and
-        // copies whose contracts cover what they read.
+        // SAFETY: a plain allocation, freed once in Drop (as `buf` below owns it from here);
+        // it is zero-filled before anything else can see it.
         let ptr =
             unsafe { result::malloc_sync(bytes) }.map_err(|e| oom_or_driver(e, bytes, what))?;
-        Ok(Self {
+        let buf = Self {
             ptr,
             bytes,
             ctx: ctx.clone(),
-        })
+        };
+        // SAFETY: `ptr` holds `bytes` (just allocated, owned by `buf`, freed in its Drop).
+        unsafe { result::memset_d8_sync(buf.ptr, 0, bytes) }
+            .during(|| format!("zero-filling {bytes} bytes for {what}"))?;
+        Ok(buf)
     }
 
     /// The device address.
