@@ -87,6 +87,9 @@ struct Shadow {
 }
 const MANY: u32 = u32::MAX;
 
+/// A block index.
+type Dim3 = (u32, u32, u32);
+
 /// The launch's happens-before bookkeeping (see [`shadow`]): intervals, which block each
 /// started, and the knowledge each release store published.
 struct Order {
@@ -95,10 +98,10 @@ struct Order {
     /// The next interval to hand out.
     next: Cell<u32>,
     /// (first interval, block index) of every block started, in order.
-    blocks: RefCell<Vec<(u32, (u32, u32, u32))>>,
+    blocks: RefCell<Vec<(u32, Dim3)>>,
     /// Per flag address: what the release store that last wrote it published.
     released: RefCell<BTreeMap<u64, Vec<Know>>>,
-    block_dim: (u32, u32, u32),
+    block_dim: Dim3,
 }
 
 impl Order {
