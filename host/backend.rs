@@ -81,7 +81,8 @@ impl Backend {
         }
     }
 
-    /// A new buffer holding `host`.
+    /// A new buffer holding `host` (allocated without initialisation, then written: every byte
+    /// is, on either back end).
     pub fn upload<T: DeviceRepr + bytemuck::Pod + Default>(
         &self,
         host: &[T],
@@ -90,7 +91,7 @@ impl Backend {
         match self {
             Backend::Gpu(g) => g.upload(host, what).map(Buf::Gpu),
             Backend::Simulator(s) => {
-                let b = s.alloc::<T>(host.len(), what)?;
+                let b = s.alloc_uninit::<T>(host.len(), what)?;
                 s.write(&b, host)?;
                 Ok(Buf::Sim(b))
             }

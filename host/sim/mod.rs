@@ -13,8 +13,11 @@
 //! out-of-bounds or misaligned global accesses (against each allocation), shared accesses
 //! outside the arena, barrier divergence (a thread exits, or waits at another barrier, while
 //! others wait), warp-collective divergence, shared-memory races between two barriers
-//! (write-write and read-write by different threads), a thread that runs past a step budget
-//! without reaching a barrier (a spin-wait: bounded, never a hang), traps and panics.
+//! (write-write and read-write by different threads), global-memory races within a launch (two
+//! threads' accesses to one address, one a write, that no barrier of their block and no
+//! release/acquire between blocks orders: `shadow`), reads of global memory never written
+//! since [`Simulator::alloc_uninit`], a thread that runs past a step budget without reaching a
+//! barrier (a spin-wait: bounded, never a hang), traps and panics.
 //!
 //! What it measures ([`analysis`]): for each warp-wide global access, the 32-byte sectors
 //! touched against the bytes requested; for each warp-wide shared access, the bank-conflict
@@ -34,6 +37,8 @@
 
 pub mod analysis;
 mod block;
+mod shadow;
+pub mod sync;
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -60,6 +65,9 @@ pub struct SimLimits {
     /// (each is host memory; a larger request is [`Error::OutOfMemory`], refused before any
     /// host memory is taken for it).
     pub max_memory_bytes: usize,
+    /// Whether launches run the global-memory race detector (on by default; it takes 16 bytes
+    /// of host memory per 2 bytes of each allocation a launch touches, for that launch).
+    pub global_race_check: bool,
 }
 
 impl Default for SimLimits {
@@ -71,6 +79,7 @@ impl Default for SimLimits {
             sm_count: 132,
             step_budget: 10_000_000,
             max_memory_bytes: 4 << 30,
+            global_race_check: true,
         }
     }
 }
@@ -83,6 +92,13 @@ const GAP: u64 = 1 << 20;
 pub(crate) struct Allocation {
     pub(crate) what: String,
     pub(crate) data: Vec<u8>,
+    /// For an allocation made without initialisation: which bytes were written since (`None`:
+    /// all of them).
+    init: Option<shadow::InitBits>,
+    /// The race detector's shadow, one [`shadow::Granule`] per 2 bytes, valid in launch
+    /// `race_launch` only.
+    race: Vec<shadow::Granule>,
+    race_launch: u64,
 }
 
 /// Simulated device memory.
@@ -92,6 +108,8 @@ pub(crate) struct Memory {
     next: u64,
     /// Bytes held by `allocs`.
     used: usize,
+    /// The launch in progress (from 1), whose race shadows are valid.
+    launch: u64,
 }
 
 impl Memory {
@@ -111,13 +129,6 @@ impl Memory {
             )),
             _ => Err(format!("{len} bytes at {addr:#x} are outside every allocation")),
         }
-    }
-
-    fn find_mut(&mut self, addr: u64, len: usize) -> std::result::Result<&mut [u8], String> {
-        let (base, _) = self.find(addr, len)?;
-        let a = self.allocs.get_mut(&base).expect("found above");
-        let off = (addr - base) as usize;
-        Ok(&mut a.data[off..off + len])
     }
 }
 
@@ -187,6 +198,7 @@ impl Simulator {
                 allocs: BTreeMap::new(),
                 next: BASE_ADDR,
                 used: 0,
+                launch: 0,
             }),
             analysis: RefCell::new(None),
             launches: Cell::new(0),
@@ -225,9 +237,23 @@ impl Simulator {
         Ok(())
     }
 
-    /// Allocates `n` elements, zero-filled. More than the simulated memory holds
-    /// ([`Simulator::check_fits`]) is [`Error::OutOfMemory`].
+    /// Allocates `n` elements, zero-filled (what [`Gpu::alloc`](crate::gpu::Gpu::alloc) does).
+    /// More than the simulated memory holds ([`Simulator::check_fits`]) is
+    /// [`Error::OutOfMemory`].
     pub fn alloc<T>(&self, n: usize, what: &str) -> Result<SimBuf<T>> {
+        self.alloc_filled(n, what, 0)
+    }
+
+    /// Allocates `n` elements without initialising them (what
+    /// [`Gpu::alloc_uninit`](crate::gpu::Gpu::alloc_uninit) does, but defined here): every
+    /// byte is `0xff` (NaN as f32, f16 and bf16), and a kernel that reads a byte of it before
+    /// the host ([`Simulator::write`]) or a kernel wrote it fails with [`Error::Sim`] naming
+    /// the buffer and offset. Safe, unlike the GPU's: nothing here is undefined.
+    pub fn alloc_uninit<T>(&self, n: usize, what: &str) -> Result<SimBuf<T>> {
+        self.alloc_filled(n, what, shadow::POISON)
+    }
+
+    fn alloc_filled<T>(&self, n: usize, what: &str, fill: u8) -> Result<SimBuf<T>> {
         let bytes = n
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::TooLarge {
@@ -235,15 +261,19 @@ impl Simulator {
                 what: format!("{n} elements overflow usize"),
             })?;
         self.check_fits(bytes, what)?;
+        let host_oom = || Error::OutOfMemory {
+            bytes,
+            what: format!("{what} (simulator, host memory)"),
+        };
+        let init = match (fill, bytes) {
+            (0, _) | (_, 0) => None,
+            _ => Some(shadow::InitBits::new(bytes).ok_or_else(host_oom)?),
+        };
         let mut mem = self.memory.borrow_mut();
         let addr = mem.next;
         let mut data = Vec::new();
-        data.try_reserve_exact(bytes)
-            .map_err(|_| Error::OutOfMemory {
-                bytes,
-                what: format!("{what} (simulator, host memory)"),
-            })?;
-        data.resize(bytes, 0);
+        data.try_reserve_exact(bytes).map_err(|_| host_oom())?;
+        data.resize(bytes, fill);
         mem.next = (addr + bytes as u64 + GAP).div_ceil(256) * 256;
         mem.used += bytes;
         mem.allocs.insert(
@@ -251,6 +281,9 @@ impl Simulator {
             Allocation {
                 what: what.to_string(),
                 data,
+                init,
+                race: Vec::new(),
+                race_launch: 0,
             },
         );
         Ok(SimBuf {
@@ -284,10 +317,13 @@ impl Simulator {
         }
         let src: &[u8] = bytemuck::cast_slice(host);
         let mut mem = self.memory.borrow_mut();
-        let dst = mem
-            .find_mut(buf.addr, src.len())
+        let (base, _) = mem
+            .find(buf.addr, src.len())
             .map_err(|e| Error::Usage(format!("simulator write: {e}")))?;
-        dst.copy_from_slice(src);
+        let a = mem.allocs.get_mut(&base).expect("found above");
+        let off = (buf.addr - base) as usize;
+        a.data[off..off + src.len()].copy_from_slice(src);
+        a.mark_init(off, src.len());
         Ok(())
     }
 
@@ -366,15 +402,20 @@ impl Simulator {
             ));
         }
         self.launches.set(self.launches.get() + 1);
+        self.memory.borrow_mut().launch += 1;
         let mut runner = block::BlockRunner::new(kernel, entry, launch, args, &self.limits);
         let mut analysis = self.analysis.borrow_mut();
-        for z in 0..gz {
-            for y in 0..gy {
-                for x in 0..gx {
-                    runner.run((x, y, z), &self.memory, analysis.as_mut())?;
+        let result = (|| -> Result<()> {
+            for z in 0..gz {
+                for y in 0..gy {
+                    for x in 0..gx {
+                        runner.run((x, y, z), &self.memory, analysis.as_mut())?;
+                    }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })();
+        self.memory.borrow_mut().end_launch();
+        result
     }
 }

@@ -1,12 +1,15 @@
 //! One block at a time: its threads as coroutines, the scheduler that runs them between
 //! barriers and warp collectives, and the checks every memory access passes through.
 
+mod strong;
 mod thread;
+
+pub(crate) use strong::{current, Strong};
 
 use thread::wide;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 
 use corosensei::stack::DefaultStack;
@@ -16,6 +19,7 @@ use rustile_kernels::gpu::{MmaKind, Special};
 use rustile_kernels::registry::SimFn;
 
 use super::analysis::{Access, Analysis};
+use super::shadow::{self, Know, MAX_INTERVAL};
 use super::{Memory, SimLaunch, SimLimits};
 use crate::error::{Error, Result};
 
@@ -83,6 +87,53 @@ struct Shadow {
 }
 const MANY: u32 = u32::MAX;
 
+/// A block index.
+type Dim3 = (u32, u32, u32);
+
+/// The launch's happens-before bookkeeping (see [`shadow`]): intervals, which block each
+/// started, and the knowledge each release store published.
+struct Order {
+    /// Whether the race detector runs.
+    enabled: bool,
+    /// The next interval to hand out.
+    next: Cell<u32>,
+    /// (first interval, block index) of every block started, in order.
+    blocks: RefCell<Vec<(u32, Dim3)>>,
+    /// Per flag address: what the release store that last wrote it published.
+    released: RefCell<BTreeMap<u64, Vec<Know>>>,
+    block_dim: Dim3,
+}
+
+impl Order {
+    /// A new interval, or why there is none.
+    fn fresh(&self) -> std::result::Result<u32, String> {
+        let iv = self.next.get();
+        if iv >= MAX_INTERVAL {
+            return Err(format!(
+                "more than {MAX_INTERVAL} barrier intervals in one launch: the race detector's \
+                 clock ran out (SimLimits::global_race_check = false runs without it)"
+            ));
+        }
+        self.next.set(iv + 1);
+        Ok(iv)
+    }
+
+    /// Names thread `tid` (linear) of the block that ran interval `iv`.
+    fn describe(&self, iv: u32, tid: Option<u32>) -> String {
+        let blocks = self.blocks.borrow();
+        let i = blocks.partition_point(|(start, _)| *start <= iv);
+        let block = blocks[i.saturating_sub(1)].1;
+        let (bx, by, _) = self.block_dim;
+        match tid {
+            Some(t) => format!(
+                "block {block:?} thread {:?}",
+                (t % bx, (t / bx) % by, t / (bx * by))
+            ),
+            None => format!("in block {block:?}"),
+        }
+    }
+}
+
 /// State shared by the threads of the block being run.
 struct Block {
     kernel: String,
@@ -98,6 +149,20 @@ struct Block {
     record: bool,
     accesses: RefCell<Vec<Access>>,
     step_budget: u64,
+    order: *const Order,
+    /// The block's first interval, its barrier interval's first, and the current one.
+    start: u32,
+    epoch_start: Cell<u32>,
+    now: Cell<u32>,
+    /// Knowledge of other blocks every thread of this block has (joined at barriers).
+    know: RefCell<Vec<Know>>,
+}
+
+impl Block {
+    fn order(&self) -> &Order {
+        // SAFETY: the BlockRunner that owns the order outlives the blocks it runs.
+        unsafe { &*self.order }
+    }
 }
 
 /// One simulated thread.
@@ -111,6 +176,8 @@ struct Thread {
     committed: Cell<u32>,
     /// Per source line: how many times this thread executed it (groups warp instructions).
     occurrences: RefCell<HashMap<usize, u32>>,
+    /// Knowledge this thread acquired since its block's last barrier.
+    know: RefCell<Vec<Know>>,
 }
 
 /// Runs the blocks of one launch, reusing thread stacks across blocks.
@@ -121,6 +188,7 @@ pub(super) struct BlockRunner<'a> {
     args: Vec<u64>,
     step_budget: u64,
     stacks: Vec<DefaultStack>,
+    order: Order,
 }
 
 impl<'a> BlockRunner<'a> {
@@ -138,6 +206,13 @@ impl<'a> BlockRunner<'a> {
             args: args.to_vec(),
             step_budget: limits.step_budget,
             stacks: Vec::new(),
+            order: Order {
+                enabled: limits.global_race_check,
+                next: Cell::new(1),
+                blocks: RefCell::new(Vec::new()),
+                released: RefCell::new(BTreeMap::new()),
+                block_dim: launch.block,
+            },
         }
     }
 
@@ -150,6 +225,19 @@ impl<'a> BlockRunner<'a> {
     ) -> Result<()> {
         let (bx, by, bz) = self.launch.block;
         let n = (bx * by * bz) as usize;
+        let kernel = self.kernel;
+        let sim_error = |what: String| Error::Sim {
+            kernel: kernel.to_string(),
+            at: format!("block {block_idx:?}"),
+            what,
+        };
+        let start = if self.order.enabled {
+            let iv = self.order.fresh().map_err(sim_error)?;
+            self.order.blocks.borrow_mut().push((iv, block_idx));
+            iv
+        } else {
+            0
+        };
         let block = Block {
             kernel: self.kernel.to_string(),
             block_idx,
@@ -163,6 +251,11 @@ impl<'a> BlockRunner<'a> {
             record: analysis.is_some(),
             accesses: RefCell::new(Vec::new()),
             step_budget: self.step_budget,
+            order: &self.order,
+            start,
+            epoch_start: Cell::new(start),
+            now: Cell::new(start),
+            know: RefCell::new(Vec::new()),
         };
         let threads: Vec<Thread> = (0..n as u32)
             .map(|linear| Thread {
@@ -174,6 +267,7 @@ impl<'a> BlockRunner<'a> {
                 pending: RefCell::new(Vec::new()),
                 committed: Cell::new(0),
                 occurrences: RefCell::new(HashMap::new()),
+                know: RefCell::new(Vec::new()),
             })
             .collect();
         let mut coroutines: Vec<Option<ThreadCoroutine>> = Vec::with_capacity(n);
@@ -207,6 +301,7 @@ impl<'a> BlockRunner<'a> {
         let mut states = vec![State::Runnable([0; 4]); n];
         let result = schedule(&block, &threads, &mut coroutines, &mut states);
         hooks::leave();
+        strong::leave();
         // Unfinished threads (after an error) are unwound here; their stacks are reused.
         for c in coroutines.into_iter().flatten() {
             if c.done() {
@@ -267,6 +362,7 @@ fn schedule(
             let t: *const Thread = &threads[i];
             // SAFETY: `threads[i]` outlives this resume.
             unsafe { hooks::enter(t as *const (dyn SimThread + 'static)) };
+            strong::enter(t);
             let co = coroutines[i]
                 .as_mut()
                 .expect("runnable threads have coroutines");
@@ -376,6 +472,20 @@ fn schedule(
             .collect();
         if at_barrier.len() == n && at_barrier.iter().all(|s| std::ptr::eq(*s, at_barrier[0])) {
             block.epoch.set(block.epoch.get() + 1);
+            if block.order().enabled {
+                // Everything before the barrier happens before everything after it, in this
+                // block: a new barrier interval, and every thread knows what any one acquired.
+                let iv = block.order().fresh().map_err(sim_error)?;
+                block.epoch_start.set(iv);
+                block.now.set(iv);
+                let mut know = block.know.borrow_mut();
+                for t in threads {
+                    let mine = t.know.take();
+                    if !mine.is_empty() {
+                        shadow::join(&mut know, &mine);
+                    }
+                }
+            }
             states.iter_mut().for_each(|s| *s = State::Runnable([0; 4]));
             continue;
         }

@@ -2,9 +2,10 @@
 //! (the hooks `rustile_kernels::gpu` calls on the host), each checked.
 
 use super::*;
+use crate::sim::shadow::{How, Who};
 
 impl Thread {
-    fn block(&self) -> &Block {
+    pub(super) fn block(&self) -> &Block {
         // SAFETY: the block outlives every thread of it (BlockRunner::run).
         unsafe { &*self.block }
     }
@@ -15,7 +16,7 @@ impl Thread {
     }
 
     /// Records `what` as the launch's error (the first one wins) and ends this thread.
-    fn fail(&self, what: String, site: Site) -> ! {
+    pub(super) fn fail(&self, what: String, site: Site) -> ! {
         let b = self.block();
         b.error.borrow_mut().get_or_insert_with(|| Error::Sim {
             kernel: b.kernel.clone(),
@@ -25,7 +26,7 @@ impl Thread {
         std::panic::resume_unwind(Box::new(SimTrap))
     }
 
-    fn step(&self, site: Site) {
+    pub(super) fn step(&self, site: Site) {
         let n = self.steps.get() + 1;
         self.steps.set(n);
         if n > self.block().step_budget {
@@ -45,7 +46,7 @@ impl Thread {
         unsafe { (*self.yielder.get()).suspend(e) }
     }
 
-    fn record(&self, space: Space, addr: u64, bytes: usize, store: bool, site: Site) {
+    pub(super) fn record(&self, space: Space, addr: u64, bytes: usize, store: bool, site: Site) {
         let b = self.block();
         if !b.record {
             return;
@@ -67,7 +68,7 @@ impl Thread {
         });
     }
 
-    fn check_aligned(&self, space: Space, addr: u64, bytes: usize, site: Site) {
+    pub(super) fn check_aligned(&self, space: Space, addr: u64, bytes: usize, site: Site) {
         if !addr.is_multiple_of(bytes as u64) {
             self.fail(
                 format!("misaligned {space:?} access: {bytes} bytes at {addr:#x}"),
@@ -148,26 +149,55 @@ impl Thread {
         Ok(())
     }
 
-    fn global_read(&self, addr: u64, bytes: usize) -> std::result::Result<[u8; 16], String> {
+    /// Access `how` to global `[addr, addr + len)` through the allocation checks and, when it
+    /// runs, the race detector; `f` gets the bytes.
+    pub(super) fn global<R>(
+        &self,
+        addr: u64,
+        len: usize,
+        how: How,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> std::result::Result<R, String> {
+        let b = self.block();
+        let order = b.order();
         // SAFETY: the simulator outlives the launch.
-        let mem = unsafe { &*self.block().memory }.borrow();
-        let (base, a) = mem
-            .find(addr, bytes)
-            .map_err(|e| format!("out-of-bounds global load: {e}"))?;
-        let off = (addr - base) as usize;
+        let mut mem = unsafe { &*b.memory }.borrow_mut();
+        if !order.enabled {
+            return mem.access(addr, len, how, None).map(f);
+        }
+        let (block_know, my_know) = (b.know.borrow(), self.know.borrow());
+        let describe = |iv: u32, tid: Option<u32>| order.describe(iv, tid);
+        let who = Who {
+            tid: self.linear,
+            block_start: b.start,
+            epoch_start: b.epoch_start.get(),
+            now: b.now.get(),
+            know: [&block_know[..], &my_know[..]],
+            describe: &describe,
+        };
+        let bytes = mem.access(addr, len, how, Some(&who))?;
+        if how.write && !how.rmw && !order.released.borrow().is_empty() {
+            // A plain or relaxed store over a flag ends what its release published.
+            let mut released = order.released.borrow_mut();
+            let stale: Vec<u64> = released
+                .range(addr.saturating_sub(3)..addr + len as u64)
+                .map(|(&a, _)| a)
+                .collect();
+            stale.iter().for_each(|a| {
+                released.remove(a);
+            });
+        }
+        Ok(f(bytes))
+    }
+
+    fn global_read(&self, addr: u64, bytes: usize) -> std::result::Result<[u8; 16], String> {
         let mut out = [0u8; 16];
-        out[..bytes].copy_from_slice(&a.data[off..off + bytes]);
+        self.global(addr, bytes, How::LOAD, |d| out[..bytes].copy_from_slice(d))?;
         Ok(out)
     }
 
     fn global_write(&self, addr: u64, data: &[u8]) -> std::result::Result<(), String> {
-        // SAFETY: the simulator outlives the launch.
-        let mut mem = unsafe { &*self.block().memory }.borrow_mut();
-        let dst = mem
-            .find_mut(addr, data.len())
-            .map_err(|e| format!("out-of-bounds global store: {e}"))?;
-        dst.copy_from_slice(data);
-        Ok(())
+        self.global(addr, data.len(), How::STORE, |d| d.copy_from_slice(data))
     }
 
     /// Completes this thread's copies of groups older than the newest `keep` committed ones.
