@@ -23,6 +23,7 @@ use crate::families::{self, Family};
 
 pub mod bench;
 pub mod hgemm;
+pub mod npyrun;
 pub mod orch;
 pub mod suite;
 
@@ -295,7 +296,8 @@ mod tests {
         assert!(matches!(
             parse("run --seed 7").unwrap().command,
             Some(Command::Run(suite::RunArgs {
-                seed: Seed { seed: Some(7) }
+                seed: Seed { seed: Some(7) },
+                ..
             }))
         ));
     }

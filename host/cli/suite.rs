@@ -16,11 +16,13 @@ use crate::suite::{self, Scale};
 use crate::{ptxas, Backend, DType, Error, Family, Gpu, KernelInfo, Problem, Result};
 use rustile_kernels::registry::KERNELS;
 
-/// `rustile [run]`.
-#[derive(Clone, Copy, Debug, Args)]
+/// `rustile [run]`, and `rustile run FAMILY[/VARIANT] --in … --out …` ([`super::npyrun`]).
+#[derive(Clone, Debug, Default, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub seed: Seed,
+    #[command(flatten)]
+    pub npy: super::npyrun::NpyArgs,
 }
 
 /// `rustile info`.
@@ -50,8 +52,8 @@ pub fn family_arg() -> impl TypedValueParser<Value = FamilyArg> {
         .map(|name| FamilyArg(families::find(&name).expect("a possible value")))
 }
 
-/// `rustile validate [FAMILY] [--sim]`.
-#[derive(Clone, Copy, Debug, Args)]
+/// `rustile validate [FAMILY] [--sim] [--case TEXT] [--dump DIR] [--failures DIR]`.
+#[derive(Clone, Debug, Args)]
 pub struct ValidateArgs {
     /// Only this family [default: every family]
     #[arg(value_name = "FAMILY", value_parser = family_arg())]
@@ -59,6 +61,16 @@ pub struct ValidateArgs {
     /// In the simulator even when there is a GPU
     #[arg(long)]
     pub sim: bool,
+    /// Only the cases whose label (`family/variant dtype shape`, as printed) contains TEXT;
+    /// with the run's printed --seed, replays a case bit for bit
+    #[arg(long, value_name = "TEXT")]
+    pub case: Option<String>,
+    /// Dump every case's inputs, output and reference as .npy under DIR, passed or not
+    #[arg(long, value_name = "DIR", value_parser = super::writable_dir)]
+    pub dump: Option<std::path::PathBuf>,
+    /// Where failing cases are dumped [default: $TMPDIR/rustile-failures]
+    #[arg(long, value_name = "DIR")]
+    pub failures: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub seed: Seed,
 }
@@ -158,6 +170,9 @@ pub fn kernel_id(id: &str) -> Result<&'static KernelInfo, String> {
 
 /// The main job: validated run of every family on the GPU, or the CPU-side suite.
 pub fn main_job(args: &RunArgs) -> Result<()> {
+    if args.npy.kernel.is_some() {
+        return super::npyrun::run(&args.npy);
+    }
     println!(
         "rustile {} — kernels written in Rust, PTX {} (sources {})",
         env!("CARGO_PKG_VERSION"),
@@ -239,7 +254,18 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
     } else {
         Backend::gpu_or_simulator()?.0
     };
-    validate_on(&backend, args.family, Scale::Full, args.seed.get())
+    let selection = suite::Selection {
+        case: args.case.clone(),
+        dump: args.dump.clone(),
+        failures: args.failures.clone(),
+    };
+    validate_on_with(
+        &backend,
+        args.family,
+        Scale::Full,
+        args.seed.get(),
+        &selection,
+    )
 }
 
 /// `rustile <family> validate`: `family`'s cases in the simulator (`sim`), else on the GPU if
@@ -271,9 +297,28 @@ pub fn validate_on(
     scale: Scale,
     seed: u64,
 ) -> Result<()> {
+    validate_on_with(backend, family, scale, seed, &suite::Selection::default())
+}
+
+/// [`validate_on`] of the cases `selection` picks, dumping as it says; each failure prints the
+/// command that replays it and where its `.npy` dump is.
+pub fn validate_on_with(
+    backend: &Backend,
+    family: Option<FamilyArg>,
+    scale: Scale,
+    seed: u64,
+    selection: &suite::Selection,
+) -> Result<()> {
     let start = Instant::now();
     let families = family.map_or_else(families::all, |FamilyArg(f)| vec![f]);
-    let outcomes = suite::validate_families(backend, &families, scale, seed, progress);
+    let outcomes = suite::validate_with(backend, &families, scale, seed, selection, progress);
+    if outcomes.is_empty() && selection.case.is_some() {
+        return Err(Error::Usage(format!(
+            "no case label contains `{}` on {}",
+            selection.case.as_deref().unwrap_or_default(),
+            backend.name()
+        )));
+    }
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     println!(
         "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
@@ -291,6 +336,22 @@ pub fn validate_on(
             o.shape,
             o.error.as_deref().unwrap_or("")
         );
+        let family = o.kernel.split('/').next().unwrap_or_default();
+        println!(
+            "    replay: rustile validate {family}{} --case '{}' --seed {seed}",
+            if matches!(backend, Backend::Simulator(_)) {
+                " --sim"
+            } else {
+                ""
+            },
+            o.label()
+        );
+        if let Some(dir) = &o.dump {
+            println!("    inputs, output and reference: {dir}");
+        }
+    }
+    if let Some(dir) = &selection.dump {
+        println!("every case dumped under {}", dir.display());
     }
     if failed.is_empty() {
         Ok(())

@@ -13,6 +13,7 @@ use crate::backend::Backend;
 use crate::error::Result;
 
 pub mod memory;
+pub mod run;
 pub mod selftest;
 pub mod suite;
 
@@ -51,6 +52,18 @@ pub trait Family: Sync {
     /// Runs one of this family's cases with inputs drawn from `seed`.
     fn run(&self, backend: &Backend, case: &Case, seed: u64) -> Outcome {
         case.run(backend, seed)
+    }
+
+    /// `rustile run <name>[/variant] --in … --out …`: runs the kernel (the variant
+    /// [`run::RunRequest::variant`] names, else the family's dispatcher or default) on the
+    /// arrays of `req` on `backend` and returns the output. Shapes and types are checked before
+    /// anything is allocated. Default: [`crate::error::Error::Unsupported`].
+    fn run_npy(&self, backend: &Backend, req: &run::RunRequest) -> Result<run::Tensor> {
+        let _ = (backend, req);
+        Err(crate::error::Error::Unsupported {
+            kernel: self.name().into(),
+            what: "no `rustile run` support for this family".into(),
+        })
     }
 
     /// The family's own command line, `rustile <name> …`, if it has one: [`crate::cli`]
@@ -139,7 +152,9 @@ impl Case {
             kernel: self.kernel.clone(),
             dtype: self.dtype.name(),
             shape: self.shape.clone(),
+            seed,
             error: (self.check)(backend, seed).err().map(|e| e.to_string()),
+            dump: None,
         }
     }
 }
@@ -159,6 +174,18 @@ pub struct Outcome {
     pub dtype: &'static str,
     /// Shape.
     pub shape: String,
+    /// The seed its inputs were drawn from (`rustile validate --case LABEL --seed SEED`
+    /// replays it).
+    pub seed: u64,
     /// `None` if correct, else the error.
     pub error: Option<String>,
+    /// Where its inputs, output and reference were dumped as `.npy`, if they were.
+    pub dump: Option<String>,
+}
+
+impl Outcome {
+    /// `kernel dtype shape`, as [`Case::label`].
+    pub fn label(&self) -> String {
+        format!("{} {} {}", self.kernel, self.dtype, self.shape)
+    }
 }

@@ -45,19 +45,95 @@ pub fn validate_families(
     families: &[&'static dyn super::Family],
     scale: Scale,
     seed: u64,
+    progress: impl FnMut(usize, usize, &str),
+) -> Vec<CaseOutcome> {
+    validate_with(
+        backend,
+        families,
+        scale,
+        seed,
+        &Selection::default(),
+        progress,
+    )
+}
+
+/// Which cases [`validate_with`] runs and what it dumps.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Only the cases whose label ([`Case::label`]) contains this text.
+    pub case: Option<String>,
+    /// Dump every case's inputs, output and reference here (one directory a case), passed or
+    /// not.
+    pub dump: Option<std::path::PathBuf>,
+    /// Where a failing case's dump goes when `dump` is `None` [default:
+    /// [`failure_dir`]].
+    pub failures: Option<std::path::PathBuf>,
+}
+
+/// Where failing cases are dumped unless told otherwise: `$TMPDIR/rustile-failures`.
+pub fn failure_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("rustile-failures")
+}
+
+/// The seed of the case labelled `label` in a run seeded `seed`: `seed` mixed with the
+/// label's FNV-1a hash, so it depends on the case alone, not on which others run with it
+/// (`--case` picks one and replays it with the run's printed seed).
+pub fn case_seed(seed: u64, label: &str) -> u64 {
+    let hash = label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    seed ^ hash
+}
+
+/// [`validate_families`] with a [`Selection`]: only the cases it picks; each case's inputs,
+/// output and reference (what its check [`super::run::capture`]s) are written as `.npy`
+/// when it fails (or always, with [`Selection::dump`]). Case `label` draws its inputs from
+/// [`case_seed`]`(seed, label)`.
+pub fn validate_with(
+    backend: &Backend,
+    families: &[&'static dyn super::Family],
+    scale: Scale,
+    seed: u64,
+    selection: &Selection,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
+    let picked = |c: &Case| {
+        selection
+            .case
+            .as_deref()
+            .is_none_or(|f| c.label().contains(f))
+    };
     let families: Vec<_> = families
         .iter()
-        .map(|&f| (f, f.cases(backend, scale)))
+        .map(|&f| {
+            let cases: Vec<Case> = f.cases(backend, scale).into_iter().filter(picked).collect();
+            (f, cases)
+        })
         .collect();
     let total = families.iter().map(|(_, c)| c.len()).sum();
     let mut out = Vec::with_capacity(total);
     for (family, cases) in &families {
         for case in cases {
-            let i = out.len();
-            progress(i, total, &case.label());
-            out.push(family.run(backend, case, seed ^ ((i as u64) << 32)));
+            let label = case.label();
+            progress(out.len(), total, &label);
+            let s = case_seed(seed, &label);
+            let (mut outcome, tensors) = super::run::capturing(|| family.run(backend, case, s));
+            let dir = match (&selection.dump, &outcome.error) {
+                (Some(d), _) => Some(d.clone()),
+                (None, Some(_)) => Some(selection.failures.clone().unwrap_or_else(failure_dir)),
+                (None, None) => None,
+            };
+            if let Some(dir) = dir {
+                let dir = dir.join(super::run::dir_name(&label, s));
+                let error = outcome.error.clone();
+                outcome.dump = Some(
+                    match super::run::write_dump(&dir, &label, s, error.as_deref(), &tensors) {
+                        Ok(()) => dir.display().to_string(),
+                        Err(e) => format!("(dump failed: {e})"),
+                    },
+                );
+            }
+            out.push(outcome);
         }
     }
     out

@@ -32,6 +32,18 @@ pub fn validate(
     p.check()?;
     gpu.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
     let x = Inputs::random(p, with_bias, seed)?;
+    let (got, used) = compute_gpu(gpu, variant, p, &x)?;
+    finish(p, &x, got, used, seed)
+}
+
+/// Runs `variant` (`None`: the dispatcher) on the GPU on the inputs `x` and returns C widened
+/// to f32 and the variant that ran. `p` and the bytes are checked by the caller.
+pub fn compute_gpu(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<(Vec<f32>, Variant)> {
     let a = gpu.upload(&x.a, "hgemm A")?;
     let b = gpu.upload(&x.b, "hgemm B")?;
     let bias = match &x.bias {
@@ -70,11 +82,14 @@ pub fn validate(
             (gpu.download(&c, "hgemm C")?, used)
         }
     };
-    finish(p, &x, got, used, seed)
+    Ok((got, used))
 }
 
 fn finish(p: &Problem, x: &Inputs, got: Vec<f32>, variant: Variant, seed: u64) -> Result<Checked> {
     let which = elements_to_check(p, 4096, seed);
+    if crate::families::run::is_capturing() {
+        capture_case(p, x, &got, which.len() == p.m * p.n)?;
+    }
     let checked = compare(p, x, &got, &which)?;
     Ok(Checked {
         problem: *p,
@@ -120,6 +135,15 @@ pub fn validate_sim_tuned(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
+    check_sim(variant, tuning, p)?;
+    sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
+    let x = Inputs::random(p, with_bias, seed)?;
+    let got = compute_sim(sim, variant, tuning, p, &x)?;
+    finish(p, &x, got, variant, seed)
+}
+
+/// Whether the simulator runs `variant` (at `tuning`) on `p`: a typed refusal if not.
+pub fn check_sim(variant: Variant, tuning: Option<&Tuning>, p: &Problem) -> Result<()> {
     p.check()?;
     match variant {
         Variant::Mma => {}
@@ -140,10 +164,20 @@ pub fn validate_sim_tuned(
             })
         }
     }
+    Ok(())
+}
+
+/// Runs an `mma.sync` variant in the simulator on the inputs `x` and returns C widened to f32.
+/// The caller checks `p`, the variant and the bytes ([`validate_sim_tuned`]'s checks).
+pub fn compute_sim(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<Vec<f32>> {
     let info = variant.kernel(tuning);
     let [la, lb, lc] = p.lens()?;
-    sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
-    let x = Inputs::random(p, with_bias, seed)?;
     let a = sim.alloc::<u16>(la.max(1), "A")?;
     sim.write(&a, &x.a)?;
     let b = sim.alloc::<u16>(lb.max(1), "B")?;
@@ -186,5 +220,38 @@ pub fn validate_sim_tuned(
             sim.read(&c)?
         }
     };
-    finish(p, &x, got, variant, seed)
+    Ok(got)
+}
+
+/// Captures a case's inputs, C before and after, and (when every element is checked) the
+/// float64 reference rounded to f32, for the validation dump ([`crate::families::run`]).
+fn capture_case(p: &Problem, x: &Inputs, got: &[f32], all: bool) -> Result<()> {
+    use crate::families::run::{capture, pitched, Data};
+    let [la, lb, lc] = p.lens()?;
+    let b_rows = match p.b {
+        BLayout::RowMajor => p.k,
+        BLayout::Transposed => p.n,
+    };
+    capture("a", &pitched(p.m, p.lda, la), || {
+        Data::from_bits16(p.ty, x.a.clone())
+    });
+    capture("b", &pitched(b_rows, p.ldb, lb), || {
+        Data::from_bits16(p.ty, x.b.clone())
+    });
+    if let Some(bias) = &x.bias {
+        capture("bias", &[bias.len()], || Data::F32(bias.clone()));
+    }
+    capture("c_before", &pitched(p.m, p.ldc, lc), || {
+        Data::F32(x.c_before_f32(p))
+    });
+    capture("out", &pitched(p.m, p.ldc, lc), || Data::F32(got.to_vec()));
+    if all {
+        capture("reference", &[p.m, p.n], || {
+            let r = (0..p.m)
+                .flat_map(|i| (0..p.n).map(move |j| reference_at(p, x, i, j).0 as f32))
+                .collect();
+            Data::F32(r)
+        });
+    }
+    Ok(())
 }
