@@ -502,3 +502,29 @@ fn a_failing_case_is_dumped_as_npy() {
     let _ = std::fs::remove_dir_all(&d);
     let _ = std::fs::remove_dir_all(&pass_dir);
 }
+
+#[test]
+fn bf16_is_read_from_u2_only_when_asked_and_from_ml_dtypes_v2() {
+    let d = dir("bf16");
+    let bits: Vec<u16> = vec![0x3F80, 0xBF80, 0x7FC0, 0x0001];
+    let path = d.join("u2.npy");
+    npy::write(&path, &[2, 2], &bits).unwrap();
+    assert!(matches!(
+        Tensor::read(&path, false),
+        Err(rustile::Error::InvalidArgument { .. })
+    ));
+    let t = Tensor::read(&path, true).unwrap();
+    assert_eq!(
+        (t.shape.clone(), t.data.clone()),
+        (vec![2, 2], Data::Bf16(bits.clone()))
+    );
+    // ml_dtypes' bfloat16 saves as '<V2': read as bf16 without the flag.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.windows(5).position(|w| w == b"'<u2'").unwrap();
+    bytes[at + 1..at + 4].copy_from_slice(b"<V2");
+    let v2 = d.join("v2.npy");
+    std::fs::write(&v2, &bytes).unwrap();
+    assert_eq!(npy::descr(&bytes).unwrap(), "<V2");
+    assert_eq!(Tensor::read(&v2, false).unwrap().data, Data::Bf16(bits));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -134,6 +134,10 @@ pub enum Command {
     /// timed (the best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193).
     /// Without one: the CPU references, the PTX checks, the ptxas report and every kernel in
     /// the simulator.
+    ///
+    /// `rustile run FAMILY[/VARIANT] --in a.npy b.npy … --out y.npy [--sim]` instead runs one
+    /// kernel on the given .npy arrays (f32 '<f4', f16 '<f2', bf16 as '<u2' with
+    /// `--dtype bf16`) and writes its output.
     Run(suite::RunArgs),
     /// Device, limits, theoretical and measured DRAM ceiling
     Info(suite::InfoArgs),

@@ -8,8 +8,6 @@ use clap::{Args, ValueEnum};
 use crate::error::{Error, Result};
 use crate::families::run::RunRequest;
 use crate::families::{self, Family};
-use crate::sim::Simulator;
-use crate::Backend;
 
 /// How `<u2` arrays are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -38,10 +36,20 @@ pub struct NpyArgs {
     #[arg(long, value_name = "NPY", requires = "kernel")]
     pub bias: Option<PathBuf>,
     /// α (gemm, hgemm)
-    #[arg(long, default_value_t = 1.0, requires = "kernel", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        requires = "kernel",
+        allow_negative_numbers = true
+    )]
     pub alpha: f32,
     /// β (gemm, hgemm)
-    #[arg(long, default_value_t = 0.0, requires = "kernel", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        requires = "kernel",
+        allow_negative_numbers = true
+    )]
     pub beta: f32,
     /// ReLU after the bias (hgemm)
     #[arg(long, requires = "kernel")]
@@ -92,15 +100,7 @@ pub fn run(args: &NpyArgs) -> Result<()> {
     req.beta = args.beta;
     req.relu = args.relu;
     req.stride = args.stride;
-    let backend = if args.sim {
-        Backend::Simulator(Simulator::default())
-    } else {
-        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
-        if let Some(e) = no_gpu {
-            eprintln!("{e}: running in the simulator");
-        }
-        backend
-    };
+    let backend = super::suite::backend_for(args.sim, "running")?;
     let y = family.run_npy(&backend, &req)?;
     y.write(out)?;
     println!(

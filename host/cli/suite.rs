@@ -268,6 +268,19 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
     )
 }
 
+/// The simulator (`sim`), else the GPU if there is one, else the simulator, saying on stderr
+/// why ("no GPU: `doing` in the simulator").
+pub fn backend_for(sim: bool, doing: &str) -> Result<Backend> {
+    if sim {
+        return Ok(Backend::Simulator(Simulator::default()));
+    }
+    let (backend, no_gpu) = Backend::gpu_or_simulator()?;
+    if let Some(e) = no_gpu {
+        eprintln!("{e}: {doing} in the simulator");
+    }
+    Ok(backend)
+}
+
 /// `rustile <family> validate`: `family`'s cases in the simulator (`sim`), else on the GPU if
 /// there is one (saying so when there is none), at [`Scale::Full`] with `full`.
 pub fn validate_family(
@@ -276,15 +289,7 @@ pub fn validate_family(
     full: bool,
     seed: u64,
 ) -> Result<()> {
-    let backend = if sim {
-        Backend::Simulator(Simulator::default())
-    } else {
-        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
-        if let Some(e) = no_gpu {
-            eprintln!("{e}: validating in the simulator");
-        }
-        backend
-    };
+    let backend = backend_for(sim, "validating")?;
     let scale = if full { Scale::Full } else { Scale::Quick };
     validate_on(&backend, Some(FamilyArg(family)), scale, seed)
 }

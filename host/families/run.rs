@@ -264,6 +264,27 @@ pub fn dims<'a>(kernel: &str, role: &str, t: &'a Tensor, ndim: usize) -> Result<
     Ok(&t.shape)
 }
 
+/// `(m, n, k)` of a product of `a` (M × K) and `b` (K × N), the two `--in` arrays of `req`,
+/// or [`Error::InvalidArgument`] (count, rank, K).
+pub fn matmul_dims<'a>(
+    kernel: &str,
+    req: &'a RunRequest,
+) -> Result<(&'a Tensor, &'a Tensor, [usize; 3])> {
+    let [a, b] = req.inputs(kernel, &["a", "b"])? else {
+        unreachable!("inputs() checked the count")
+    };
+    let (&[m, ka], &[kb, n]) = (dims(kernel, "A", a, 2)?, dims(kernel, "B", b, 2)?) else {
+        unreachable!("dims() checked the rank")
+    };
+    if ka != kb {
+        return Err(bad(
+            kernel,
+            format!("A is {m}×{ka} but B is {kb}×{n}: K differs"),
+        ));
+    }
+    Ok((a, b, [m, n, ka]))
+}
+
 /// Every tensor must hold `dtype`, else [`Error::InvalidArgument`].
 pub fn same_dtype(kernel: &str, dtype: DType, ts: &[&Tensor]) -> Result<()> {
     match ts.iter().find(|t| t.data.dtype() != dtype) {

@@ -7,7 +7,7 @@ use rustile_kernels::registry::{DType, Family};
 use crate::backend::{Backend, Buf};
 use crate::check::{self, BufArg};
 use crate::error::Result;
-use crate::families::run::{bad, dims, same_dtype, Data, RunRequest, Tensor};
+use crate::families::run::{bad, dims, matmul_dims, same_dtype, Data, RunRequest, Tensor};
 
 use super::*;
 
@@ -15,18 +15,7 @@ use super::*;
 /// simulator) on `req`'s A and B (and C when β ≠ 0).
 pub fn run_npy(backend: &Backend, req: &RunRequest) -> Result<Tensor> {
     let name = "gemm";
-    let [a, b] = req.inputs(name, &["a", "b"])? else {
-        unreachable!("inputs() checked the count")
-    };
-    let (&[m, ka], &[kb, n]) = (dims(name, "A", a, 2)?, dims(name, "B", b, 2)?) else {
-        unreachable!("dims() checked the rank")
-    };
-    if ka != kb {
-        return Err(bad(
-            name,
-            format!("A is {m}×{ka} but B is {kb}×{n}: K differs"),
-        ));
-    }
+    let (a, b, [m, n, ka]) = matmul_dims(name, req)?;
     same_dtype(name, DType::F32, &[a, b])?;
     let c0 = match (&req.c, req.beta) {
         (Some(c), _) => {

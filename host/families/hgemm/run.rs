@@ -6,33 +6,23 @@ use rustile_kernels::registry::DType;
 
 use crate::backend::Backend;
 use crate::error::Result;
-use crate::families::run::{bad, dims, same_dtype, Data, RunRequest, Tensor};
+use crate::families::run::{bad, dims, matmul_dims, same_dtype, Data, RunRequest, Tensor};
 
 use super::*;
 
 /// Runs the variant `req` names (none: the dispatcher on the GPU, `mma` in the simulator).
 pub fn run_npy(backend: &Backend, req: &RunRequest) -> Result<Tensor> {
     let name = "hgemm";
-    let [a, b] = req.inputs(name, &["a", "b"])? else {
-        unreachable!("inputs() checked the count")
-    };
-    let ty = a.data.dtype();
+    // The element type first: an f32 pair is the wrong family, whatever its shapes.
+    let ty = req.inputs.first().map_or(DType::F16, |t| t.data.dtype());
     if ty == DType::F32 {
         return Err(bad(
             name,
-            format!("{} is f32: hgemm takes f16 or bf16", a.name),
+            format!("{} is f32: hgemm takes f16 or bf16", req.inputs[0].name),
         ));
     }
+    let (a, b, [m, n, ka]) = matmul_dims(name, req)?;
     same_dtype(name, ty, &[a, b])?;
-    let (&[m, ka], &[kb, n]) = (dims(name, "A", a, 2)?, dims(name, "B", b, 2)?) else {
-        unreachable!("dims() checked the rank")
-    };
-    if ka != kb {
-        return Err(bad(
-            name,
-            format!("A is {m}×{ka} but B is {kb}×{n}: K differs"),
-        ));
-    }
     let bias = match &req.bias {
         Some(t) => {
             same_dtype(name, DType::F32, &[t])?;
