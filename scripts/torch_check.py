@@ -155,7 +155,7 @@ def main():
     rn = Runner(args.rustile, args.out, args.sim)
     big = not args.sim
     cases = []
-    for v in ["gemm", "gemm/naive", "gemm/warptile"] + (["gemm/nt_pipeline"] if big else []):
+    for v in ["gemm", "gemm/naive", "gemm/warptile"] + (["gemm/double_buffer"] if big else []):
         cases.append(lambda v=v: gemm_case(rn, 129, 67, 45, 1.0, 0.0, v))
     cases.append(lambda: gemm_case(rn, 70, 71, 50, 0.5, -1.5, "gemm"))
     if big:
