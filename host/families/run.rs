@@ -6,7 +6,7 @@
 //! bit patterns (what `torch.Tensor.view(torch.uint16).numpy()` gives: NumPy has no bf16, so
 //! the caller says `--dtype bf16`) or as ml_dtypes' `bfloat16` (descr `<V2`). Anything else,
 //! Fortran order, or a shape the family refuses is a typed error before anything is allocated
-//! on the device. Each family reads its own operands in its folder's `run.rs`
+//! on the device. Each family reads its own operands in its folder's `npy_run.rs`
 //! ([`super::Family::run_npy`]).
 
 use std::cell::RefCell;

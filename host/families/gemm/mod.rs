@@ -7,7 +7,7 @@ pub mod crossover;
 pub mod dispatch;
 pub mod launch;
 pub mod problem;
-pub mod run;
+pub mod npy_run;
 pub mod validate;
 
 pub use bench::*;

@@ -237,7 +237,7 @@ impl crate::families::Family for Sgemm {
         backend: &Backend,
         req: &crate::families::run::RunRequest,
     ) -> Result<crate::families::run::Tensor> {
-        super::run::run_npy(backend, req)
+        super::npy_run::run_npy(backend, req)
     }
 
     fn cases(&self, _backend: &Backend, _scale: Scale) -> Vec<Case> {

@@ -198,7 +198,7 @@ impl crate::families::Family for Hgemm {
         backend: &Backend,
         req: &crate::families::run::RunRequest,
     ) -> Result<crate::families::run::Tensor> {
-        super::run::run_npy(backend, req)
+        super::npy_run::run_npy(backend, req)
     }
 
     fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {

@@ -3,7 +3,7 @@
 //! their validation (`validate.rs`) and their bench sweep ([`bench`](mod@bench)).
 
 pub mod bench;
-pub mod run;
+pub mod npy_run;
 pub mod validate;
 
 pub use validate::{

@@ -45,7 +45,7 @@ impl crate::families::Family for Memory {
         backend: &Backend,
         req: &crate::families::run::RunRequest,
     ) -> Result<crate::families::run::Tensor> {
-        super::run::run_npy(self.family, backend, req)
+        super::npy_run::run_npy(self.family, backend, req)
     }
 
     fn cases(&self, backend: &Backend, _scale: Scale) -> Vec<Case> {
