@@ -36,6 +36,9 @@ pub struct DeviceInfo {
     pub shared_per_sm: usize,
     /// Threads per block, maximum.
     pub max_threads_per_block: u32,
+    /// Resident threads per SM, maximum (2048 on sm_80 and sm_90, 1536 on sm_86 and sm_89):
+    /// `/ 32` is the warps that theoretical occupancy is a fraction of.
+    pub max_threads_per_sm: u32,
     /// Grid size limits `(x, y, z)`.
     pub max_grid: (u32, u32, u32),
     /// Peak SM clock, kHz.
@@ -351,6 +354,7 @@ fn query_info(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo> {
         shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?
             as usize,
         max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
+        max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
         max_grid: (
             attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u32,
             attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,

@@ -10,9 +10,7 @@ fn main() -> ExitCode {
     // Every argument is parsed and checked here, before any command opens the GPU.
     let cli = Cli::parse_checked();
     let result = match &cli.command {
-        None => cli::suite::main_job(&cli::suite::RunArgs {
-            seed: cli::Seed::default(),
-        }),
+        None => cli::suite::main_job(&cli::suite::RunArgs::default()),
         Some(Command::Run(a)) => cli::suite::main_job(a),
         Some(Command::Info(a)) => cli::suite::info(a),
         Some(Command::Validate(a)) => cli::suite::validate(a),

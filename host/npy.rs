@@ -128,9 +128,8 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>)> {
     from_bytes_as(bytes)
 }
 
-/// Parses an `.npy` file of `T` ([`NpyElem::DESCR`]) in C order (versions 1.0 and 2.0): its
-/// shape and elements.
-pub fn from_bytes_as<T: NpyElem>(bytes: &[u8]) -> Result<(Vec<usize>, Vec<T>)> {
+/// The header text of an `.npy` file, where its data starts and the header's length.
+fn header_of(bytes: &[u8]) -> Result<(&str, usize, usize)> {
     let bad = |what: String| Error::InvalidArgument {
         kernel: "npy".into(),
         what,
@@ -150,6 +149,33 @@ pub fn from_bytes_as<T: NpyElem>(bytes: &[u8]) -> Result<(Vec<usize>, Vec<T>)> {
         .get(start..start + len)
         .and_then(|h| std::str::from_utf8(h).ok())
         .ok_or_else(|| bad("the header is cut short or not text".into()))?;
+    Ok((header, start, len))
+}
+
+/// The NumPy type string (`<f4`, `<f2`, `<u2`, `<V2`, …) of an `.npy` file, without its
+/// quotes, so a caller can pick the [`NpyElem`] to read it as.
+pub fn descr(bytes: &[u8]) -> Result<String> {
+    let (header, _, _) = header_of(bytes)?;
+    let at = header.find("'descr'").map(|i| i + "'descr'".len());
+    at.and_then(|i| header[i..].trim_start().strip_prefix(':'))
+        .map(str::trim_start)
+        .and_then(|s| s.strip_prefix('\''))
+        .and_then(|s| s.split_once('\''))
+        .map(|(d, _)| d.to_string())
+        .ok_or_else(|| Error::InvalidArgument {
+            kernel: "npy".into(),
+            what: format!("no 'descr' string in {header:?}"),
+        })
+}
+
+/// Parses an `.npy` file of `T` ([`NpyElem::DESCR`]) in C order (versions 1.0 and 2.0): its
+/// shape and elements.
+pub fn from_bytes_as<T: NpyElem>(bytes: &[u8]) -> Result<(Vec<usize>, Vec<T>)> {
+    let (header, start, len) = header_of(bytes)?;
+    let bad = |what: String| Error::InvalidArgument {
+        kernel: "npy".into(),
+        what,
+    };
     let field = |key: &str| -> Option<&str> {
         let at = header.find(&format!("'{key}'"))? + key.len() + 2;
         Some(header[at..].trim_start().strip_prefix(':')?.trim_start())

@@ -24,6 +24,7 @@ use crate::families::{self, Family};
 pub mod bench;
 pub mod fuzz;
 pub mod hgemm;
+pub mod npyrun;
 pub mod orch;
 pub mod suite;
 
@@ -134,6 +135,10 @@ pub enum Command {
     /// timed (the best copy vs cuMemcpyDtoD at 1 GiB, transpose at 8192² and 8191×8193).
     /// Without one: the CPU references, the PTX checks, the ptxas report and every kernel in
     /// the simulator.
+    ///
+    /// `rustile run FAMILY[/VARIANT] --in a.npy b.npy … --out y.npy [--sim]` instead runs one
+    /// kernel on the given .npy arrays (f32 '<f4', f16 '<f2', bf16 as '<u2' with
+    /// `--dtype bf16`) and writes its output.
     Run(suite::RunArgs),
     /// Device, limits, theoretical and measured DRAM ceiling
     Info(suite::InfoArgs),
@@ -302,7 +307,8 @@ mod tests {
         assert!(matches!(
             parse("run --seed 7").unwrap().command,
             Some(Command::Run(suite::RunArgs {
-                seed: Seed { seed: Some(7) }
+                seed: Seed { seed: Some(7) },
+                ..
             }))
         ));
     }

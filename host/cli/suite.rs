@@ -16,11 +16,13 @@ use crate::suite::{self, Scale};
 use crate::{ptxas, Backend, DType, Error, Family, Gpu, KernelInfo, Problem, Result};
 use rustile_kernels::registry::KERNELS;
 
-/// `rustile [run]`.
-#[derive(Clone, Copy, Debug, Args)]
+/// `rustile [run]`, and `rustile run FAMILY[/VARIANT] --in … --out …` ([`super::npyrun`]).
+#[derive(Clone, Debug, Default, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub seed: Seed,
+    #[command(flatten)]
+    pub npy: super::npyrun::NpyArgs,
 }
 
 /// `rustile info`.
@@ -50,8 +52,8 @@ pub fn family_arg() -> impl TypedValueParser<Value = FamilyArg> {
         .map(|name| FamilyArg(families::find(&name).expect("a possible value")))
 }
 
-/// `rustile validate [FAMILY] [--sim]`.
-#[derive(Clone, Copy, Debug, Args)]
+/// `rustile validate [FAMILY] [--sim] [--case TEXT] [--dump DIR] [--failures DIR]`.
+#[derive(Clone, Debug, Args)]
 pub struct ValidateArgs {
     /// Only this family [default: every family]
     #[arg(value_name = "FAMILY", value_parser = family_arg())]
@@ -59,6 +61,16 @@ pub struct ValidateArgs {
     /// In the simulator even when there is a GPU
     #[arg(long)]
     pub sim: bool,
+    /// Only the cases whose label (`family/variant dtype shape`, as printed) contains TEXT;
+    /// with the run's printed --seed, replays a case bit for bit
+    #[arg(long, value_name = "TEXT")]
+    pub case: Option<String>,
+    /// Dump every case's inputs, output and reference as .npy under DIR, passed or not
+    #[arg(long, value_name = "DIR", value_parser = super::writable_dir)]
+    pub dump: Option<std::path::PathBuf>,
+    /// Where failing cases are dumped [default: $TMPDIR/rustile-failures]
+    #[arg(long, value_name = "DIR")]
+    pub failures: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub seed: Seed,
 }
@@ -158,6 +170,9 @@ pub fn kernel_id(id: &str) -> Result<&'static KernelInfo, String> {
 
 /// The main job: validated run of every family on the GPU, or the CPU-side suite.
 pub fn main_job(args: &RunArgs) -> Result<()> {
+    if args.npy.kernel.is_some() {
+        return super::npyrun::run(&args.npy);
+    }
     println!(
         "rustile {} — kernels written in Rust, PTX {} (sources {})",
         env!("CARGO_PKG_VERSION"),
@@ -239,7 +254,31 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
     } else {
         Backend::gpu_or_simulator()?.0
     };
-    validate_owned(backend, args.family, Scale::Full, args.seed.get())
+    let selection = suite::Selection {
+        case: args.case.clone(),
+        dump: args.dump.clone(),
+        failures: args.failures.clone(),
+    };
+    validate_on_with(
+        &backend,
+        args.family,
+        Scale::Full,
+        args.seed.get(),
+        &selection,
+    )
+}
+
+/// The simulator (`sim`), else the GPU if there is one, else the simulator, saying on stderr
+/// why ("no GPU: `doing` in the simulator").
+pub fn backend_for(sim: bool, doing: &str) -> Result<Backend> {
+    if sim {
+        return Ok(Backend::Simulator(Simulator::default()));
+    }
+    let (backend, no_gpu) = Backend::gpu_or_simulator()?;
+    if let Some(e) = no_gpu {
+        eprintln!("{e}: {doing} in the simulator");
+    }
+    Ok(backend)
 }
 
 /// `rustile <family> validate`: `family`'s cases in the simulator (`sim`), else on the GPU if
@@ -250,17 +289,9 @@ pub fn validate_family(
     full: bool,
     seed: u64,
 ) -> Result<()> {
-    let backend = if sim {
-        Backend::Simulator(Simulator::default())
-    } else {
-        let (backend, no_gpu) = Backend::gpu_or_simulator()?;
-        if let Some(e) = no_gpu {
-            eprintln!("{e}: validating in the simulator");
-        }
-        backend
-    };
+    let backend = backend_for(sim, "validating")?;
     let scale = if full { Scale::Full } else { Scale::Quick };
-    validate_owned(backend, Some(FamilyArg(family)), scale, seed)
+    validate_on(&backend, Some(FamilyArg(family)), scale, seed)
 }
 
 /// Validates `family` (`None`: every family in [`families::all`]) at `scale` on `backend`,
@@ -271,51 +302,33 @@ pub fn validate_on(
     scale: Scale,
     seed: u64,
 ) -> Result<()> {
-    let start = Instant::now();
-    let families = family.map_or_else(families::all, |FamilyArg(f)| vec![f]);
-    let outcomes = suite::validate_families(backend, &families, scale, seed, progress);
-    report_outcomes(&outcomes, &backend.name(), start, seed)
+    validate_on_with(backend, family, scale, seed, &suite::Selection::default())
 }
 
-/// [`validate_on`] owning `backend`, so that a device fault does not end the run: the faulted
-/// context is dropped and the device reopened for the cases after it
-/// ([`suite::validate_families_recovering`]).
-pub fn validate_owned(
-    backend: Backend,
+/// [`validate_on`] of the cases `selection` picks, dumping as it says; each failure prints the
+/// command that replays it and where its `.npy` dump is.
+pub fn validate_on_with(
+    backend: &Backend,
     family: Option<FamilyArg>,
     scale: Scale,
     seed: u64,
+    selection: &suite::Selection,
 ) -> Result<()> {
     let start = Instant::now();
     let families = family.map_or_else(families::all, |FamilyArg(f)| vec![f]);
-    let name = backend.name();
-    let ordinal = match &backend {
-        Backend::Gpu(g) => Some(g.info().ordinal),
-        Backend::Simulator(_) => None,
-    };
-    let reopen = move || match ordinal {
-        Some(o) => {
-            eprintln!("device fault: reopening device {o} for the remaining cases");
-            crate::fault::reopen(o).map(Backend::Gpu)
-        }
-        None => Err(Error::Usage("the simulator has no device to reopen".into())),
-    };
-    let (outcomes, _) =
-        suite::validate_families_recovering(backend, &reopen, &families, scale, seed, progress);
-    report_outcomes(&outcomes, &name, start, seed)
-}
-
-fn report_outcomes(
-    outcomes: &[suite::CaseOutcome],
-    backend: &str,
-    start: Instant,
-    seed: u64,
-) -> Result<()> {
+    let outcomes = suite::validate_with(backend, &families, scale, seed, selection, progress);
+    if outcomes.is_empty() && selection.case.is_some() {
+        return Err(Error::Usage(format!(
+            "no case label contains `{}` on {}",
+            selection.case.as_deref().unwrap_or_default(),
+            backend.name()
+        )));
+    }
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     println!(
         "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
         outcomes.len(),
-        backend,
+        backend.name(),
         start.elapsed().as_secs_f64(),
         outcomes.len() - failed.len(),
         failed.len()
@@ -328,6 +341,22 @@ fn report_outcomes(
             o.shape,
             o.error.as_deref().unwrap_or("")
         );
+        let family = o.kernel.split('/').next().unwrap_or_default();
+        println!(
+            "    replay: rustile validate {family}{} --case '{}' --seed {seed}",
+            if matches!(backend, Backend::Simulator(_)) {
+                " --sim"
+            } else {
+                ""
+            },
+            o.label()
+        );
+        if let Some(dir) = &o.dump {
+            println!("    inputs, output and reference: {dir}");
+        }
+    }
+    if let Some(dir) = &selection.dump {
+        println!("every case dumped under {}", dir.display());
     }
     if failed.is_empty() {
         Ok(())

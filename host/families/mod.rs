@@ -14,6 +14,7 @@ use crate::error::Result;
 
 pub mod fuzz;
 pub mod memory;
+pub mod run;
 pub mod selftest;
 pub mod suite;
 
@@ -61,6 +62,18 @@ pub trait Family: Sync {
     fn fuzz(&self, backend: &Backend, rng: &mut dyn rand::RngCore) -> Option<fuzz::Fuzzed> {
         let _ = (backend, rng);
         None
+    }
+
+    /// `rustile run <name>[/variant] --in … --out …`: runs the kernel (the variant
+    /// [`run::RunRequest::variant`] names, else the family's dispatcher or default) on the
+    /// arrays of `req` on `backend` and returns the output. Shapes and types are checked before
+    /// anything is allocated. Default: [`crate::error::Error::Unsupported`].
+    fn run_npy(&self, backend: &Backend, req: &run::RunRequest) -> Result<run::Tensor> {
+        let _ = (backend, req);
+        Err(crate::error::Error::Unsupported {
+            kernel: self.name().into(),
+            what: "no `rustile run` support for this family".into(),
+        })
     }
 
     /// The family's own command line, `rustile <name> …`, if it has one: [`crate::cli`]
@@ -150,8 +163,10 @@ impl Case {
             kernel: self.kernel.clone(),
             dtype: self.dtype.name(),
             shape: self.shape.clone(),
+            seed,
             fault: error.as_ref().is_some_and(|e| e.is_device_fault()),
             error: error.map(|e| e.to_string()),
+            dump: None,
         }
     }
 }
@@ -171,9 +186,21 @@ pub struct Outcome {
     pub dtype: &'static str,
     /// Shape.
     pub shape: String,
+    /// The seed its inputs were drawn from (`rustile validate --case LABEL --seed SEED`
+    /// replays it).
+    pub seed: u64,
     /// `None` if correct, else the error.
     pub error: Option<String>,
     /// Whether the error was a device fault ([`crate::Error::is_device_fault`]): the
     /// context is lost, and later cases on it cannot run.
     pub fault: bool,
+    /// Where its inputs, output and reference were dumped as `.npy`, if they were.
+    pub dump: Option<String>,
+}
+
+impl Outcome {
+    /// `kernel dtype shape`, as [`Case::label`].
+    pub fn label(&self) -> String {
+        format!("{} {} {}", self.kernel, self.dtype, self.shape)
+    }
 }

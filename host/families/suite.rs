@@ -47,11 +47,70 @@ pub fn validate_families(
     families: &[&'static dyn super::Family],
     scale: Scale,
     seed: u64,
+    progress: impl FnMut(usize, usize, &str),
+) -> Vec<CaseOutcome> {
+    validate_with(
+        backend,
+        families,
+        scale,
+        seed,
+        &Selection::default(),
+        progress,
+    )
+}
+
+/// Which cases [`validate_with`] runs and what it dumps.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Only the cases whose label ([`Case::label`]) contains this text.
+    pub case: Option<String>,
+    /// Dump every case's inputs, output and reference here (one directory a case), passed or
+    /// not.
+    pub dump: Option<std::path::PathBuf>,
+    /// Where a failing case's dump goes when `dump` is `None` [default:
+    /// [`failure_dir`]].
+    pub failures: Option<std::path::PathBuf>,
+}
+
+/// Where failing cases are dumped unless told otherwise: `$TMPDIR/rustile-failures`.
+pub fn failure_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("rustile-failures")
+}
+
+/// The seed of the case labelled `label` in a run seeded `seed`: `seed` mixed with the
+/// label's FNV-1a hash, so it depends on the case alone, not on which others run with it
+/// (`--case` picks one and replays it with the run's printed seed).
+pub fn case_seed(seed: u64, label: &str) -> u64 {
+    let hash = label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    seed ^ hash
+}
+
+/// [`validate_families`] with a [`Selection`]: only the cases it picks; each case's inputs,
+/// output and reference (what its check [`super::run::capture`]s) are written as `.npy`
+/// when it fails (or always, with [`Selection::dump`]). Case `label` draws its inputs from
+/// [`case_seed`]`(seed, label)`.
+pub fn validate_with(
+    backend: &Backend,
+    families: &[&'static dyn super::Family],
+    scale: Scale,
+    seed: u64,
+    selection: &Selection,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
+    let picked = |c: &Case| {
+        selection
+            .case
+            .as_deref()
+            .is_none_or(|f| c.label().contains(f))
+    };
     let families: Vec<_> = families
         .iter()
-        .map(|&f| (f, f.cases(backend, scale)))
+        .map(|&f| {
+            let cases: Vec<Case> = f.cases(backend, scale).into_iter().filter(picked).collect();
+            (f, cases)
+        })
         .collect();
     let total = families.iter().map(|(_, c)| c.len()).sum();
     let mut out: Vec<CaseOutcome> = Vec::with_capacity(total);
@@ -60,23 +119,35 @@ pub fn validate_families(
     let mut fault: Option<String> = None;
     for (family, cases) in &families {
         for case in cases {
-            let i = out.len();
-            progress(i, total, &case.label());
+            let label = case.label();
+            progress(out.len(), total, &label);
+            let s = case_seed(seed, &label);
             if let Some(f) = &fault {
-                out.push(CaseOutcome {
-                    kernel: case.kernel.clone(),
-                    dtype: case.dtype.name(),
-                    shape: case.shape.clone(),
-                    error: Some(format!(
-                        "not run: the context was lost to a device fault in {f}"
-                    )),
-                    fault: false,
-                });
+                out.push(not_run(
+                    case,
+                    s,
+                    format!("not run: the context was lost to a device fault in {f}"),
+                ));
                 continue;
             }
-            let outcome = family.run(backend, case, seed ^ ((i as u64) << 32));
+            let (mut outcome, tensors) = super::run::capturing(|| family.run(backend, case, s));
             if outcome.fault {
-                fault = Some(case.label());
+                fault = Some(label.clone());
+            }
+            let dir = match (&selection.dump, &outcome.error) {
+                (Some(d), _) => Some(d.clone()),
+                (None, Some(_)) => Some(selection.failures.clone().unwrap_or_else(failure_dir)),
+                (None, None) => None,
+            };
+            if let Some(dir) = dir {
+                let dir = dir.join(super::run::dir_name(&label, s));
+                let error = outcome.error.clone();
+                outcome.dump = Some(
+                    match super::run::write_dump(&dir, &label, s, error.as_deref(), &tensors) {
+                        Ok(()) => dir.display().to_string(),
+                        Err(e) => format!("(dump failed: {e})"),
+                    },
+                );
             }
             out.push(outcome);
         }
@@ -84,11 +155,25 @@ pub fn validate_families(
     out
 }
 
+/// The outcome of a case that was not run, and why.
+fn not_run(case: &Case, seed: u64, why: String) -> CaseOutcome {
+    CaseOutcome {
+        kernel: case.kernel.clone(),
+        dtype: case.dtype.name(),
+        shape: case.shape.clone(),
+        seed,
+        error: Some(why),
+        fault: false,
+        dump: None,
+    }
+}
+
 /// [`validate_families`] that survives device faults. When a case faults the context
 /// ([`crate::Error::is_device_fault`]: a trap, an illegal address), its outcome says so
 /// (`fault`), `backend` is dropped with everything on its context, and `reopen` opens a
 /// fresh one for the cases after it; if that fails, the rest are reported as not run, with
-/// why. Returns the outcomes and the back end in use at the end.
+/// why. Returns the outcomes and the back end in use at the end. Case `label` draws its
+/// inputs from [`case_seed`]`(seed, label)`, as in [`validate_with`].
 pub fn validate_families_recovering(
     backend: Backend,
     reopen: &dyn Fn() -> crate::Result<Backend>,
@@ -107,27 +192,21 @@ pub fn validate_families_recovering(
     let mut lost = String::new();
     for (family, cases) in &families {
         for case in cases {
-            let i = out.len();
-            progress(i, total, &case.label());
+            let label = case.label();
+            progress(out.len(), total, &label);
+            let s = case_seed(seed, &label);
             let Some(b) = backend.as_ref() else {
-                out.push(CaseOutcome {
-                    kernel: case.kernel.clone(),
-                    dtype: case.dtype.name(),
-                    shape: case.shape.clone(),
-                    error: Some(lost.clone()),
-                    fault: false,
-                });
+                out.push(not_run(case, s, lost.clone()));
                 continue;
             };
-            let outcome = family.run(b, case, seed ^ ((i as u64) << 32));
+            let outcome = family.run(b, case, s);
             if outcome.fault {
                 backend = None; // every handle on the faulted context goes with it
                 match reopen() {
                     Ok(b) => backend = Some(b),
                     Err(e) => {
                         lost = format!(
-                            "not run: the device could not be reopened after the fault in {}: {e}",
-                            case.label()
+                            "not run: the device could not be reopened after the fault in {label}: {e}"
                         )
                     }
                 }
@@ -158,9 +237,9 @@ pub fn check_determinism(
     let mut out = Vec::with_capacity(total);
     for (family, cases) in &families {
         for case in cases {
-            let i = out.len();
-            progress(i, total, &case.label());
-            let s = seed ^ ((i as u64) << 32);
+            let label = case.label();
+            progress(out.len(), total, &label);
+            let s = case_seed(seed, &label);
             let (first, a) = crate::digest::recording(|| family.run(backend, case, s));
             if first.error.is_some() {
                 out.push(first);

@@ -129,7 +129,8 @@ pub struct GemmRow {
     pub vs_peak: f64,
     /// Registers per thread (driver's report; 0 for cuBLAS).
     pub registers: i32,
-    /// Theoretical occupancy: resident warps per SM / 64, from the occupancy API.
+    /// Theoretical occupancy: resident warps per SM over the device's maximum resident warps
+    /// per SM (64 on sm_80/sm_90, 48 on sm_86/sm_89), from the occupancy API.
     pub occupancy: f64,
     /// Relative error against cuBLAS's result.
     pub error_vs_cublas: f64,
@@ -281,7 +282,10 @@ pub fn bench(
                     None,
                 )
                 .unwrap_or(0);
-            let occupancy = (blocks * threads.div_ceil(32)) as f64 / 64.0;
+            // Resident warps over the device's own maximum (64 on sm_80/sm_90, 48 on
+            // sm_86/sm_89), not a fixed 64.
+            let max_warps = (gpu.info().max_threads_per_sm / 32).max(1);
+            let occupancy = (blocks * threads.div_ceil(32)) as f64 / max_warps as f64;
             rows.push(row(kernel.name.to_string(), stats, regs, occupancy, err));
         }
         // The dispatcher, padding included.

@@ -59,7 +59,8 @@ pub fn launch_on(
                 BufArg::new("b", b.len(), b.addr()),
                 BufArg::new("c", c.len(), c.addr()),
             )?;
-            p.plan(kernel, [a.addr(), b.addr(), c.addr()])?.simulate(sim)
+            p.plan(kernel, [a.addr(), b.addr(), c.addr()])?
+                .simulate(sim)
         }
         _ => Err(Error::Usage("buffers of another back end".into())),
     }

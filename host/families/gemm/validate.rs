@@ -153,6 +153,18 @@ pub fn check_output(name: &str, p: &GemmProblem, run: &[Vec<f32>; 4]) -> Result<
         }
     }
     let (want, scale) = p.reference_scaled(a, b, c0);
+    if crate::families::run::is_capturing() {
+        use crate::families::run::{capture, pitched, Data};
+        capture("a", &pitched(p.m, p.lda, a.len()), || Data::F32(a.clone()));
+        capture("b", &pitched(p.k, p.ldb, b.len()), || Data::F32(b.clone()));
+        capture("c_before", &pitched(p.m, p.ldc, c0.len()), || {
+            Data::F32(c0.clone())
+        });
+        capture("out", &pitched(p.m, p.ldc, c0.len()), || Data::F32(got.clone()));
+        capture("reference", &[p.m, p.n], || {
+            Data::F32(want.iter().map(|&v| v as f32).collect())
+        });
+    }
     compare_elements(name, p, got, &want, &scale)?;
     Ok(relative_error(p, got, &want))
 }
@@ -270,6 +282,14 @@ impl crate::families::Family for Sgemm {
 
     fn about(&self) -> &'static str {
         "f32 matrix product C = α·A·B + β·C on the CUDA cores"
+    }
+
+    fn run_npy(
+        &self,
+        backend: &Backend,
+        req: &crate::families::run::RunRequest,
+    ) -> Result<crate::families::run::Tensor> {
+        super::npy_run::run_npy(backend, req)
     }
 
     fn cases(&self, _backend: &Backend, _scale: Scale) -> Vec<Case> {

@@ -193,6 +193,14 @@ impl crate::families::Family for Hgemm {
         "tensor-core matrix product C = act(α·A·B + β·C + bias), f16/bf16 in, f32 accumulation"
     }
 
+    fn run_npy(
+        &self,
+        backend: &Backend,
+        req: &crate::families::run::RunRequest,
+    ) -> Result<crate::families::run::Tensor> {
+        super::npy_run::run_npy(backend, req)
+    }
+
     fn cases(&self, backend: &Backend, scale: Scale) -> Vec<Case> {
         match backend {
             Backend::Gpu(gpu) => gpu_runs(gpu, scale == Scale::Quick)

@@ -126,8 +126,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         mode: L2Mode::Rotate,
     };
     let pipelines = a.pipeline_list();
-    let blas =
-        crate::vendor::cublas(gpu.stream())?;
+    let blas = crate::vendor::cublas(gpu.stream())?;
     // The measured ceilings, this process: "% peak" is of the fastest pipe the device has.
     let mut peak = Vec::new();
     for &ty in types {

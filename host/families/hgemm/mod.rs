@@ -21,6 +21,7 @@ pub mod peak;
 pub mod prepare;
 pub mod problem;
 pub mod reference;
+pub mod npy_run;
 pub mod validate;
 
 pub use crate::tma::{tensor_map_2d, tensor_map_2d_of, upload_maps};

@@ -44,7 +44,6 @@ pub struct Ceiling {
     pub stats: Stats,
 }
 
-
 /// `(symbol, launch configuration, flops per iteration of the whole grid)`.
 fn plan(gpu: &Gpu, pipe: Pipe, ty: DType) -> Result<(&'static str, LaunchConfig, f64)> {
     let sms = gpu.info().sm_count;

@@ -93,6 +93,9 @@ pub(super) fn finish(
     seed: u64,
 ) -> Result<Checked> {
     let which = elements_to_check(p, 4096, seed);
+    if crate::families::run::is_capturing() {
+        capture_case(p, x, &got, which.len() == p.m * p.n)?;
+    }
     let checked = compare(p, x, &got, &which)?;
     Ok(Checked {
         problem: *p,
@@ -138,12 +141,17 @@ pub fn validate_sim_tuned(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
-    p.check()?;
-    sim_supports(variant, tuning, p)?;
+    check_sim(variant, tuning, p)?;
     sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
     let x = Inputs::random(p, with_bias, seed)?;
     let got = sim_output(sim, variant, tuning, p, &x)?;
     finish(p, &x, got, variant, seed)
+}
+
+/// Whether the simulator runs `variant` (at `tuning`) on `p`: a typed refusal if not.
+pub fn check_sim(variant: Variant, tuning: Option<&Tuning>, p: &Problem) -> Result<()> {
+    p.check()?;
+    sim_supports(variant, tuning, p)
 }
 
 /// Whether the simulator can run `variant` (with `tuning`) on `p`: not `wgmma_ws` (no model),
@@ -227,4 +235,37 @@ pub fn sim_output(
             sim.read(&c)?
         }
     })
+}
+
+/// Captures a case's inputs, C before and after, and (when every element is checked) the
+/// float64 reference rounded to f32, for the validation dump ([`crate::families::run`]).
+fn capture_case(p: &Problem, x: &Inputs, got: &[f32], all: bool) -> Result<()> {
+    use crate::families::run::{capture, pitched, Data};
+    let [la, lb, lc] = p.lens()?;
+    let b_rows = match p.b {
+        BLayout::RowMajor => p.k,
+        BLayout::Transposed => p.n,
+    };
+    capture("a", &pitched(p.m, p.lda, la), || {
+        Data::from_bits16(p.ty, x.a.clone())
+    });
+    capture("b", &pitched(b_rows, p.ldb, lb), || {
+        Data::from_bits16(p.ty, x.b.clone())
+    });
+    if let Some(bias) = &x.bias {
+        capture("bias", &[bias.len()], || Data::F32(bias.clone()));
+    }
+    capture("c_before", &pitched(p.m, p.ldc, lc), || {
+        Data::F32(x.c_before_f32(p))
+    });
+    capture("out", &pitched(p.m, p.ldc, lc), || Data::F32(got.to_vec()));
+    if all {
+        capture("reference", &[p.m, p.n], || {
+            let r = (0..p.m)
+                .flat_map(|i| (0..p.n).map(move |j| reference_at(p, x, i, j).0 as f32))
+                .collect();
+            Data::F32(r)
+        });
+    }
+    Ok(())
 }

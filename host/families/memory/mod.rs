@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod fuzz;
+pub mod npy_run;
 pub mod validate;
 
 pub use validate::{

@@ -40,6 +40,14 @@ impl crate::families::Family for Memory {
         self.about
     }
 
+    fn run_npy(
+        &self,
+        backend: &Backend,
+        req: &crate::families::run::RunRequest,
+    ) -> Result<crate::families::run::Tensor> {
+        super::npy_run::run_npy(self.family, backend, req)
+    }
+
     fn cases(&self, backend: &Backend, _scale: Scale) -> Vec<Case> {
         let problems: Vec<Problem> = validation_problems(self.family)
             .into_iter()
@@ -146,12 +154,19 @@ pub fn validate<T: DeviceElem>(
     rng: &mut SmallRng,
 ) -> Result<()> {
     let (host_src, got) = output::<T>(backend, kernel, problem, rng)?;
-    check::exact(
-        &check::kernel_name(kernel),
-        &problem.shape(),
-        &got,
-        &problem.reference(&host_src),
-    )
+    let want = problem.reference(&host_src);
+    if crate::families::run::is_capturing() {
+        use crate::families::run::{capture, Data};
+        let data = |v: &[T]| match T::DTYPE {
+            DType::F32 => Data::F32(bytemuck::cast_slice(v).to_vec()),
+            DType::F16 => Data::F16(bytemuck::cast_slice(v).to_vec()),
+            DType::Bf16 => Data::Bf16(bytemuck::cast_slice(v).to_vec()),
+        };
+        capture("x", &[host_src.len()], || data(&host_src));
+        capture("out", &[got.len()], || data(&got));
+        capture("reference", &[want.len()], || data(&want));
+    }
+    check::exact(&check::kernel_name(kernel), &problem.shape(), &got, &want)
 }
 
 /// Runs `kernel` once on `problem` with fresh random input from `rng` into a poisoned output
