@@ -3,7 +3,7 @@
 //! float64 on sampled outputs, then timed interleaved with cuDNN's fused conv + bias + ReLU
 //! and its convolution alone in the same process (warm-up, CUDA events per repetition, L2
 //! flushed before each, median of 10); TFLOP/s = 2·N·K·P·Q·C·R·S / time. Prints the table and
-//! writes `conv.md` and `conv.json` to `$RUSTILE_BENCH_OUT` (default `target/rustile-bench`).
+//! writes `conv.json`, `.csv` and `.md` (notes/results.md) to `$RUSTILE_BENCH_OUT` (default `target/rustile-bench`).
 //!
 //! Without a GPU the bench prints why and exits successfully: there is nothing to time. The
 //! full set (every layer, bf16, f32, batch 1) is `rustile conv bench`.
@@ -14,6 +14,7 @@ use rustile::conv::bench::{bench_one, markdown};
 use rustile::conv::shapes::resnet50;
 use rustile::conv::{select, Target};
 use rustile::harness::{L2Mode, TimingConfig};
+use rustile::results::{ResultFile, RunMeta, TimingMeta};
 use rustile::{DType, Gpu};
 
 const LAYERS: [&str; 7] = [
@@ -82,15 +83,15 @@ fn main() {
     let out = PathBuf::from(
         std::env::var("RUSTILE_BENCH_OUT").unwrap_or_else(|_| "target/rustile-bench".into()),
     );
-    let written = std::fs::create_dir_all(&out)
-        .and_then(|_| std::fs::write(out.join("conv.md"), &md))
-        .and_then(|_| {
-            std::fs::write(
-                out.join("conv.json"),
-                serde_json::to_string_pretty(&rows).unwrap_or_default(),
-            )
-        });
-    if let Err(e) = written {
+    let mut t = TimingMeta::events(cfg.warmup, cfg.reps, "flush");
+    t.pairing = Some("interleaved".into());
+    let meta = RunMeta::new(
+        "conv bench (cargo bench --bench conv)",
+        Some(&gpu),
+        Some(seed),
+        t,
+    );
+    if let Err(e) = ResultFile::save(meta, &rows, &out, "conv", &md) {
         eprintln!("rustile conv bench: writing {}: {e}", out.display());
         std::process::exit(1);
     }

@@ -9,7 +9,6 @@
 //! Without a GPU the bench prints why and exits successfully: there is nothing to time.
 //! `RUSTILE_BENCH_FAMILY=copy|strided|transpose` restricts the sweep.
 
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use criterion::Criterion;
@@ -19,6 +18,7 @@ use rand::SeedableRng;
 use rustile::bench::{self, Sweep};
 use rustile::elem::random_vec;
 use rustile::harness::{self, TimingConfig};
+use rustile::results::{Progress, ResultFile, RunMeta, TimingMeta};
 use rustile::{DType, Family, Gpu, Problem, KERNELS};
 
 fn families() -> Vec<Family> {
@@ -112,14 +112,30 @@ fn main() {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let rows = bench::run(&gpu, &sweep, &timing, seed, |what| {
-            if std::io::stderr().is_terminal() {
-                eprint!("\r\x1b[2K{what}")
-            }
-        })
-        .unwrap_or_else(|e| panic!("{} sweep failed: {e}", family.name()));
-        eprintln!();
-        bench::write_results(&rows, std::path::Path::new(&out), family.name()).unwrap();
-        println!("\n## {}\n\n{}", family.name(), bench::markdown(&rows));
+        let l2 = if sweep.modes.len() == 2 {
+            "both"
+        } else {
+            sweep.modes[0].name()
+        };
+        let meta = RunMeta::new(
+            &format!("bench {} (cargo bench --bench memory)", family.name()),
+            Some(&gpu),
+            Some(seed),
+            TimingMeta::events(timing.warmup, timing.reps, l2),
+        );
+        let mut progress = Progress::new(sweep.cases());
+        let rows = bench::run(&gpu, &sweep, &timing, seed, |what| progress.step(what))
+            .unwrap_or_else(|e| panic!("{} sweep failed: {e}", family.name()));
+        progress.finish();
+        let table = bench::markdown(&rows);
+        ResultFile::save(
+            meta,
+            &rows,
+            std::path::Path::new(&out),
+            family.name(),
+            &table,
+        )
+        .unwrap();
+        println!("\n## {}\n\n{table}", family.name());
     }
 }
