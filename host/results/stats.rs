@@ -185,8 +185,16 @@ pub struct Clocks {
 
 impl Clocks {
     /// Summarises readings against the device's maximum SM clock; `None` for no readings.
+    /// The SM clock range leaves out readings NVML marks `gpu_idle` (the clock drops between
+    /// kernels; that is not the kernel's clock), unless every reading is one.
     pub fn summarise(samples: &[ClockSample], sm_mhz_limit: u32) -> Option<Self> {
         let first = samples.first()?;
+        let busy: Vec<&ClockSample> = samples.iter().filter(|s| s.reasons & 0x1 == 0).collect();
+        let clocked: Vec<&ClockSample> = if busy.is_empty() {
+            samples.iter().collect()
+        } else {
+            busy
+        };
         let mut c = Clocks {
             samples: samples.len(),
             sm_mhz_min: first.sm_mhz,
@@ -198,9 +206,9 @@ impl Clocks {
             throttle_reasons: 0,
             low_clock: false,
         };
+        c.sm_mhz_min = clocked.iter().map(|s| s.sm_mhz).min().unwrap_or(0);
+        c.sm_mhz_max = clocked.iter().map(|s| s.sm_mhz).max().unwrap_or(0);
         for s in samples {
-            c.sm_mhz_min = c.sm_mhz_min.min(s.sm_mhz);
-            c.sm_mhz_max = c.sm_mhz_max.max(s.sm_mhz);
             c.mem_mhz_min = c.mem_mhz_min.min(s.mem_mhz);
             c.power_w_max = c.power_w_max.max(s.power_w);
             c.temp_c_max = c.temp_c_max.max(s.temp_c);
@@ -287,6 +295,14 @@ mod tests {
         let fine = Clocks::summarise(&[s(1600, 0x4)], 1980).unwrap();
         assert!(!fine.low_clock, "1600 ≥ 1485");
         assert!(Clocks::summarise(&[], 1980).is_none());
+        // An idle reading (between kernels) does not count as the kernel's clock.
+        let idle = Clocks::summarise(&[s(1980, 0), s(345, 0x1)], 1980).unwrap();
+        assert_eq!(
+            (idle.sm_mhz_min, idle.low_clock, idle.throttle_reasons),
+            (1980, false, 0x1)
+        );
+        let all_idle = Clocks::summarise(&[s(345, 0x1)], 1980).unwrap();
+        assert!(all_idle.low_clock && all_idle.sm_mhz_min == 345);
         assert_eq!(throttle_names(0x1000), vec!["other"]);
     }
 }

@@ -54,9 +54,9 @@ pub struct BenchRow {
     pub worst_o: f64,
     /// The device.
     pub device: String,
-    /// The full statistics (percentiles, noise, NVML clocks); absent in lines written before
-    /// result files carried them.
-    #[serde(default)]
+    /// The full statistics (percentiles, noise, NVML clocks): in `attention.json`'s `time`,
+    /// not in the JSON lines (whose keys the scripts share); `None` when read back from them.
+    #[serde(skip)]
     pub stats: Option<Stats>,
 }
 
