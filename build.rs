@@ -83,6 +83,39 @@ fn main() {
     }
     println!("cargo:rustc-env=RUSTILE_PTX_ORIGIN={origin}");
     println!("cargo:rustc-env=RUSTILE_PTX_SOURCE_HASH={hash}");
+    println!("cargo:rustc-env=RUSTILE_GIT_COMMIT={}", git_commit(&root));
+}
+
+/// `git rev-parse HEAD` of the checkout, for result files (`unknown` without git); the build
+/// script reruns when HEAD or the branch it names moves.
+fn git_commit(root: &Path) -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .current_dir(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let Some(commit) = git(&["rev-parse", "HEAD"]) else {
+        return "unknown".into();
+    };
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    for what in ["HEAD", "packed-refs"]
+        .into_iter()
+        .map(String::from)
+        .chain(branch)
+    {
+        // Only paths that exist: cargo reruns a build script on every build for a missing one.
+        if let Some(path) = git(&["rev-parse", "--git-path", &what]).map(|p| root.join(p)) {
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+    }
+    commit
 }
 
 fn first_line(s: &str) -> &str {

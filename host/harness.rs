@@ -1,5 +1,6 @@
-//! Timing: CUDA events around each repetition, warm-up first, median with min and max, and the
-//! L2 kept cold either by rotating input sets past 3× its size or by flushing it.
+//! Timing: CUDA events around each repetition, warm-up first, [`Stats`] (percentiles, noise, the
+//! NVML clocks sampled meanwhile: [`crate::results`]), and the L2 kept cold either by rotating
+//! input sets past 3× its size or by flushing it.
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
@@ -62,45 +63,7 @@ impl TimingConfig {
     }
 }
 
-/// Event-time statistics of one case, milliseconds.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
-pub struct Stats {
-    /// Median.
-    pub median_ms: f64,
-    /// Fastest repetition.
-    pub min_ms: f64,
-    /// Slowest repetition.
-    pub max_ms: f64,
-    /// Repetitions.
-    pub reps: usize,
-}
-
-impl Stats {
-    /// Summarises samples (ms). Empty input gives zeros.
-    pub fn from_samples(mut samples: Vec<f64>) -> Self {
-        samples.sort_by(f64::total_cmp);
-        let n = samples.len();
-        if n == 0 {
-            return Self {
-                median_ms: 0.0,
-                min_ms: 0.0,
-                max_ms: 0.0,
-                reps: 0,
-            };
-        }
-        let median = if n % 2 == 1 {
-            samples[n / 2]
-        } else {
-            0.5 * (samples[n / 2 - 1] + samples[n / 2])
-        };
-        Self {
-            median_ms: median,
-            min_ms: samples[0],
-            max_ms: samples[n - 1],
-            reps: n,
-        }
-    }
-}
+pub use crate::results::Stats;
 
 /// How many input/output sets of `set_bytes` rotate past 3× the L2.
 pub fn rotation_sets(l2_bytes: usize, set_bytes: u64) -> usize {
@@ -147,24 +110,30 @@ fn time_each<const N: usize>(
     };
     let mut pairs: [Vec<(CudaEvent, CudaEvent)>; N] =
         std::array::from_fn(|_| Vec::with_capacity(cfg.reps));
-    for i in 0..cfg.reps {
-        for j in 0..N {
-            let which = if i % 2 == 0 { j } else { N - 1 - j };
-            if let Some(buf) = flush.as_mut() {
-                stream
-                    .memset_zeros(buf)
-                    .during(|| "flushing the L2".into())?;
+    // NVML reads the clocks, power and throttle reasons in the background while the timed
+    // repetitions run (nothing where NVML is unavailable).
+    let nvml = crate::results::meta::nvml_device(gpu).ok();
+    let (timed, clocks) = crate::results::nvml::sample_during(nvml, || -> Result<()> {
+        for i in 0..cfg.reps {
+            for j in 0..N {
+                let which = if i % 2 == 0 { j } else { N - 1 - j };
+                if let Some(buf) = flush.as_mut() {
+                    stream
+                        .memset_zeros(buf)
+                        .during(|| "flushing the L2".into())?;
+                }
+                let (start, end) = (event()?, event()?);
+                start
+                    .record(stream)
+                    .during(|| "recording an event".into())?;
+                launches[which](cfg.warmup + i)?;
+                end.record(stream).during(|| "recording an event".into())?;
+                pairs[which].push((start, end));
             }
-            let (start, end) = (event()?, event()?);
-            start
-                .record(stream)
-                .during(|| "recording an event".into())?;
-            launches[which](cfg.warmup + i)?;
-            end.record(stream).during(|| "recording an event".into())?;
-            pairs[which].push((start, end));
         }
-    }
-    gpu.synchronize("timed repetitions")?;
+        gpu.synchronize("timed repetitions")
+    });
+    timed?;
     let mut stats = Vec::with_capacity(N);
     for v in &pairs {
         let samples = v
@@ -172,7 +141,7 @@ fn time_each<const N: usize>(
             .map(|(s, e)| s.elapsed_ms(e).map(f64::from))
             .collect::<std::result::Result<Vec<_>, _>>()
             .during(|| "reading event times".into())?;
-        stats.push(Stats::from_samples(samples));
+        stats.push(Stats::from_samples(samples).with_clocks(clocks));
     }
     // One `Stats` per launch sequence: `stats` has exactly N entries.
     Ok(std::array::from_fn(|k| stats[k]))

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Some(Command::Analyze(a)) => cli::suite::analyze(a),
         Some(Command::Fuzz(a)) => cli::fuzz::run(a),
         Some(Command::Bench(b)) => cli::bench::run(b),
+        Some(Command::Compare(c)) => cli::bench::compare(c),
         Some(Command::Hgemm(h)) => rustile::hgemm::cli::main(h),
         Some(Command::PtxReport) => cli::suite::ptx_report(true),
         Some(Command::Orch(o)) => rustile::orch::cli::run(o),

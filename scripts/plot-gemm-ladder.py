@@ -9,7 +9,9 @@ import sys
 
 path, out = sys.argv[1], sys.argv[2]
 shapes = sys.argv[3:] or ["4096x4096x4096", "8192x8192x8192"]
-rows = json.load(open(path))
+data = json.load(open(path))
+# Result files carry {"schema", "meta", "rows"} (notes/results.md); older ones were a bare list.
+rows = data["rows"] if isinstance(data, dict) else data
 order = []
 for r in rows:
     v = r["variant"]

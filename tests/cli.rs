@@ -515,3 +515,100 @@ fn fuzz_runs_in_the_simulator_prints_a_summary_and_replays_a_seed() {
         assert_eq!(out.status.code(), Some(2), "`rustile {bad}`");
     }
 }
+
+/// A result file of `rows` (key, median ms, noise %) as `rustile bench` writes it.
+fn result_file(path: &std::path::Path, rows: &[(&str, f64, f64)]) {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|&(key, median, noise)| {
+            serde_json::json!({
+                "key": key, "kernel": key.split(' ').next().unwrap(), "dtype": "f32",
+                "dims": {"m": 256, "n": 256, "k": 256}, "warnings": [],
+                "time": {
+                    "median_ms": median, "min_ms": median * 0.9, "max_ms": median * 1.1,
+                    "mean_ms": median, "reps": 10, "clocks": null,
+                    "p20_ms": median * (1.0 - noise / 200.0),
+                    "p80_ms": median * (1.0 + noise / 200.0), "noise_pct": noise
+                }
+            })
+        })
+        .collect();
+    let file = serde_json::json!({
+        "schema": "rustile-results/1",
+        "meta": {
+            "tool": "bench gemm", "command_line": ["rustile", "bench", "gemm"],
+            "timestamp_utc": "2026-12-02T01:00:00Z", "rustile_version": "0.1.0",
+            "git_commit": "0123456789abcdef0123456789abcdef01234567", "seed": 1,
+            "timing": {"warmup": 1, "reps": 3, "reps_max": 20, "l2": "flush",
+                       "timer": "cuda-events", "pairing": null, "noisy_pct": 5.0,
+                       "max_noise_pct": null},
+            "device": null
+        },
+        "rows": rows
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+}
+
+#[test]
+fn compare_calls_rows_faster_slower_or_same_beyond_their_noise() {
+    let dir = std::env::temp_dir().join(format!("rustile-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    result_file(
+        &a,
+        &[
+            ("quiet-faster f32", 1.0, 0.5),
+            ("quiet-slower f32", 1.0, 0.5),
+            ("quiet-same f32", 1.0, 0.5),
+            ("noisy f32", 1.0, 12.0),
+            ("gone f32", 1.0, 1.0),
+        ],
+    );
+    result_file(
+        &b,
+        &[
+            ("quiet-faster f32", 0.95, 0.5), // 5% faster, threshold 2%
+            ("quiet-slower f32", 1.03, 0.5), // 3% slower, threshold 2%
+            ("quiet-same f32", 1.015, 0.5),  // 1.5%: within 2%
+            ("noisy f32", 0.92, 1.0),        // 8% faster, but A's noise is 12%
+            ("new f32", 1.0, 1.0),
+        ],
+    );
+    let out = rustile(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let verdict = |key: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {key} |")))
+            .unwrap_or_else(|| panic!("no row {key}:\n{stdout}"));
+        line.trim_end_matches(" |")
+            .rsplit("| ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(verdict("quiet-faster f32"), "faster");
+    assert_eq!(verdict("quiet-slower f32"), "slower");
+    assert_eq!(verdict("quiet-same f32"), "same");
+    assert_eq!(verdict("noisy f32"), "same");
+    assert_eq!(verdict("gone f32"), "only in A");
+    assert_eq!(verdict("new f32"), "only in B");
+    assert!(
+        stdout.contains("1 faster, 1 slower, 2 same, 1 only in A, 1 only in B"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("±12.0%"),
+        "the noisy row's threshold:\n{stdout}"
+    );
+    // A file that is not a result file: an error naming it, exit code 1.
+    let old = dir.join("old.json");
+    std::fs::write(&old, "[]").unwrap();
+    let out = rustile(&["compare", old.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not a rustile result file"));
+    let out = rustile(&["compare", a.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "B.json is required");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

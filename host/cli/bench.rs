@@ -1,15 +1,16 @@
 //! `rustile bench FAMILY`: the sweeps on the GPU.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::suite::print_info;
-use super::{positive, status, writable_dir, Seed};
+use super::{positive, writable_dir, Seed};
 use crate::bench::{self, Sweep};
 use crate::gemm::GemmProblem;
 use crate::harness::{L2Mode, TimingConfig};
-use crate::{DType, Error, Family, Gpu, KernelInfo, Problem, Result};
+use crate::results::{Progress, ResultFile, RunMeta, TimingMeta};
+use crate::{DType, Family, Gpu, KernelInfo, Problem, Result};
 
 /// The families `bench` sweeps.
 #[derive(Debug, Subcommand)]
@@ -62,6 +63,15 @@ pub enum L2Choice {
 }
 
 impl L2Choice {
+    /// `rotate`, `flush` or `both`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rotate => "rotate",
+            Self::Flush => "flush",
+            Self::Both => "both",
+        }
+    }
+
     /// The modes it names.
     pub fn modes(self) -> Vec<L2Mode> {
         match self {
@@ -69,6 +79,22 @@ impl L2Choice {
             Self::Flush => vec![L2Mode::Flush],
             Self::Both => L2Mode::ALL.to_vec(),
         }
+    }
+}
+
+/// `--max-noise PCT`, for every sweep that writes a result file.
+#[derive(Clone, Copy, Debug, Default, Args)]
+pub struct NoiseArgs {
+    /// Fail (exit 1, after writing the results) if a row's noise, 100·(p80−p20)/median, is
+    /// over PCT percent
+    #[arg(long, value_name = "PCT", value_parser = noise_pct)]
+    pub max_noise: Option<f64>,
+}
+
+fn noise_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a percentage > 0")),
     }
 }
 
@@ -92,6 +118,8 @@ pub struct SweepArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub seed: Seed,
+    #[command(flatten)]
+    pub noise: NoiseArgs,
 }
 
 /// Problems parsed from `--sizes` for one family.
@@ -147,11 +175,13 @@ pub struct GemmArgs {
     /// Variants (ladder steps and experiments) [default: the ladder]
     #[arg(long, value_name = "A,B,…", value_delimiter = ',', value_parser = gemm_variant)]
     pub variants: Option<Vec<&'static KernelInfo>>,
-    /// Results directory (gemm.json)
+    /// Results directory (gemm.json, .csv, .md)
     #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
     pub out: PathBuf,
     #[command(flatten)]
     pub seed: Seed,
+    #[command(flatten)]
+    pub noise: NoiseArgs,
 }
 
 fn gemm_shape(s: &str) -> Result<GemmProblem, String> {
@@ -181,11 +211,31 @@ pub struct CrossoverArgs {
     #[arg(long, value_name = "N,N,…", value_delimiter = ',', value_parser = positive,
           default_value = "32,64,128,256,512,1024,2048,4096")]
     pub sizes: Vec<usize>,
-    /// Results directory (crossover.json)
+    /// Results directory (crossover.json, .csv, .md)
     #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
     pub out: PathBuf,
     #[command(flatten)]
     pub seed: Seed,
+}
+
+/// `rustile compare A.json B.json`.
+#[derive(Clone, Debug, Args)]
+pub struct CompareArgs {
+    /// The reference run's result file
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// The run compared with it
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+}
+
+/// Runs `rustile compare`: both files read and checked first, then the table and summary.
+pub fn compare(args: &CompareArgs) -> Result<()> {
+    let a = ResultFile::read(&args.a)?;
+    let b = ResultFile::read(&args.b)?;
+    let c = crate::results::compare::compare(&a, &b);
+    print!("{}", c.render(&a, &b));
+    Ok(())
 }
 
 /// Runs `rustile bench …`.
@@ -217,6 +267,7 @@ pub fn run(cmd: &BenchCommand) -> Result<()> {
         ..TimingConfig::default()
     };
     let out = &sweep_args.out;
+    let seed = sweep_args.seed.get();
     let gpu = Gpu::new(0)?;
     print_info(&gpu);
     for family in families {
@@ -227,7 +278,8 @@ pub fn run(cmd: &BenchCommand) -> Result<()> {
                     sizes: gemm_default_sizes()?,
                     variants: None,
                     out: out.clone(),
-                    seed: sweep_args.seed,
+                    seed: Seed { seed: Some(seed) },
+                    noise: sweep_args.noise,
                 },
             )?;
             continue;
@@ -238,12 +290,21 @@ pub fn run(cmd: &BenchCommand) -> Result<()> {
         }
         sweep.dtypes = sweep_args.dtype.dtypes();
         sweep.modes = sweep_args.l2.modes();
-        let rows = bench::run(&gpu, &sweep, &timing, sweep_args.seed.get(), status)?;
-        status("");
-        bench::write_results(&rows, out, family.name())?;
-        println!("\n{}", bench::markdown(&rows));
+        let mut t = TimingMeta::events(timing.warmup, timing.reps, sweep_args.l2.name());
+        t.max_noise_pct = sweep_args.noise.max_noise;
+        let meta = RunMeta::new(
+            &format!("bench {}", family.name()),
+            Some(&gpu),
+            Some(seed),
+            t,
+        );
+        let mut progress = Progress::new(sweep.cases());
+        let rows = bench::run(&gpu, &sweep, &timing, seed, |s| progress.step(s))?;
+        progress.finish();
+        let table = bench::markdown(&rows);
+        println!("\n{table}");
+        ResultFile::save(meta, &rows, out, family.name(), &table)?;
     }
-    println!("results: {}/<family>.json and .csv", out.display());
     Ok(())
 }
 
@@ -258,11 +319,19 @@ fn gemm_default_sizes() -> Result<Vec<GemmProblem>> {
 fn crossover(a: &CrossoverArgs) -> Result<()> {
     let gpu = Gpu::new(0)?;
     print_info(&gpu);
-    let rows = crate::gemm::crossover::run(&gpu, &a.sizes, a.seed.get(), status)?;
-    status("");
-    println!("\n{}", crate::gemm::crossover::markdown(&rows));
-    write_json(&a.out, "crossover.json", &rows)?;
-    Ok(())
+    let seed = a.seed.get();
+    let mut t = TimingMeta::events(1, 3, "flush");
+    (t.reps_max, t.timer) = (
+        Some(15),
+        "wall clock (CPU, with transfers), cuda-events (kernel)".into(),
+    );
+    let meta = RunMeta::new("bench crossover", Some(&gpu), Some(seed), t);
+    let mut progress = Progress::new(a.sizes.len());
+    let rows = crate::gemm::crossover::run(&gpu, &a.sizes, seed, |s| progress.step(s))?;
+    progress.finish();
+    let table = crate::gemm::crossover::markdown(&rows);
+    println!("\n{table}");
+    ResultFile::save(meta, &rows, &a.out, "crossover", &table)
 }
 
 /// The SGEMM ladder: every variant, cuBLAS and the dispatcher at each size.
@@ -271,26 +340,18 @@ fn gemm(gpu: &Gpu, a: &GemmArgs) -> Result<()> {
         None => crate::gemm::variants().collect(),
         Some(v) => v.clone(),
     };
-    let rows = crate::gemm::bench(gpu, &a.sizes, &variants, 0.3, a.seed.get(), status)?;
-    status("");
-    println!("\n{}", crate::gemm::markdown(&rows));
-    let path = write_json(&a.out, "gemm.json", &rows)?;
-    println!("results: {}", path.display());
-    Ok(())
-}
-
-fn write_json<T: serde::Serialize>(dir: &Path, name: &str, rows: &T) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let path = dir.join(name);
-    let json = serde_json::to_string_pretty(rows).map_err(|e| Error::Usage(e.to_string()))?;
-    std::fs::write(&path, json).map_err(|source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    Ok(path)
+    let seed = a.seed.get();
+    // crate::gemm::bench: one warm-up, repetitions adapted to ~0.3 s per case (3 to 20), the
+    // L2 flushed before each.
+    let mut t = TimingMeta::events(1, 3, "flush");
+    (t.reps_max, t.max_noise_pct) = (Some(20), a.noise.max_noise);
+    let meta = RunMeta::new("bench gemm", Some(gpu), Some(seed), t);
+    let mut progress = Progress::new(a.sizes.len() * (variants.len() + 2));
+    let rows = crate::gemm::bench(gpu, &a.sizes, &variants, 0.3, seed, |s| progress.step(s))?;
+    progress.finish();
+    let table = crate::gemm::markdown(&rows);
+    println!("\n{table}");
+    ResultFile::save(meta, &rows, &a.out, "gemm", &table)
 }
 
 #[cfg(test)]

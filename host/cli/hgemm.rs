@@ -113,6 +113,12 @@ pub struct BenchArgs {
           .map(|s| Pairing::parse(&s).expect("a possible value")),
           default_value = "sequential")]
     pub timing: Pairing,
+    /// Results directory (hgemm.json, .csv, .md)
+    #[arg(long, value_name = "DIR", value_parser = super::writable_dir,
+          default_value = "target/rustile-bench")]
+    pub results: std::path::PathBuf,
+    #[command(flatten)]
+    pub noise: super::bench::NoiseArgs,
 }
 
 impl BenchArgs {

@@ -162,6 +162,11 @@ pub enum Command {
     /// Time a family's variants on the GPU against the vendor baseline
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Compare two result files row by row: faster, slower or the same, beyond the rows' noise
+    ///
+    /// Rows are matched by `key` (kernel, dtype, shape); B is faster or slower only when
+    /// B/A differs from 1 by more than max(A's noise, B's noise, 2%). Exit code 0.
+    Compare(bench::CompareArgs),
     /// Tensor-core GEMM (f16/bf16): validate, peak, analyze, bench vs cuBLAS
     #[command(subcommand)]
     Hgemm(hgemm::HgemmCommand),
@@ -271,10 +276,18 @@ pub fn writable_dir(s: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Progress on one terminal line; nothing when stderr is not a terminal (logs stay clean).
+/// Progress on one terminal line, with the elapsed time and an ETA (from when step 0 began);
+/// nothing when stderr is not a terminal (logs stay clean).
 pub fn progress(i: usize, total: usize, what: &str) {
+    static START: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
     if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K[{:>4}/{total}] {what}", i + 1);
+        let mut start = START.lock().unwrap_or_else(|p| p.into_inner());
+        if i == 0 || start.is_none() {
+            *start = Some(std::time::Instant::now());
+        }
+        let elapsed = start.map(|s| s.elapsed()).unwrap_or_default();
+        let line = crate::results::progress::status_line(i, total, what, elapsed);
+        eprint!("\r\x1b[2K{line}");
         if i + 1 == total {
             eprintln!();
         }

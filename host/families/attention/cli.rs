@@ -11,7 +11,7 @@ use rustile_kernels::registry::DType;
 
 use crate::backend::Backend;
 use crate::cli::suite::validate_family;
-use crate::cli::{positive, progress, status, writable_dir, Seed};
+use crate::cli::{positive, progress, writable_dir, Seed};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::harness::TimingConfig;
@@ -292,12 +292,25 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
     );
     let sdpa = sdpa_command(&shapes, a.dtype, a.reps);
     println!("{header}\nPyTorch on the same shapes: {sdpa}\n");
-    let rows = bench::run(&gpu, &cfg, &runs, status)?;
-    status("");
+    let meta = crate::results::RunMeta::new(
+        "attention bench",
+        Some(&gpu),
+        Some(cfg.seed),
+        crate::results::TimingMeta::events(cfg.timing.warmup, cfg.timing.reps, "flush"),
+    );
+    // bench::run reports each shape's inputs, then each run's check (if on) and timing.
+    let shapes = 1 + runs.windows(2).filter(|w| w[0].shape != w[1].shape).count();
+    let steps = shapes.min(runs.len()) + runs.len() * (1 + usize::from(cfg.check));
+    let mut progress = crate::results::Progress::new(steps);
+    let rows = bench::run(&gpu, &cfg, &runs, |s| progress.step(s))?;
+    progress.finish();
     println!("{}", report::markdown(&rows, &skips));
     if let Some(dir) = &a.out {
         let [md, jl] = report::write(dir, &header, &rows, &skips, &sdpa)?;
         println!("results: {} and {}", md.display(), jl.display());
+        // attention.json/.csv with the run's metadata; attention.md again, the meta on top.
+        let text = report::md_text(&header, &rows, &skips, &sdpa);
+        crate::results::ResultFile::save(meta, &rows, dir, "attention", &text)?;
     }
     Ok(())
 }

@@ -54,6 +54,29 @@ pub struct BenchRow {
     pub worst_o: f64,
     /// The device.
     pub device: String,
+    /// The full statistics (percentiles, noise, NVML clocks): in `attention.json`'s `time`,
+    /// not in the JSON lines (whose keys the scripts share); `None` when read back from them.
+    #[serde(skip)]
+    pub stats: Option<Stats>,
+}
+
+impl crate::results::ResultRow for BenchRow {
+    fn id(&self) -> crate::results::RowId {
+        crate::results::RowId {
+            kernel: format!("attention/{}", self.kernel),
+            dtype: self.dtype.clone(),
+            dims: vec![
+                ("b", self.b as u64),
+                ("h", self.h as u64),
+                ("n", self.n as u64),
+                ("d", self.d as u64),
+            ],
+            tags: vec![format!("causal={}", self.causal)],
+        }
+    }
+    fn time(&self) -> Option<&Stats> {
+        self.stats.as_ref()
+    }
 }
 
 impl BenchRow {
@@ -92,6 +115,7 @@ impl BenchRow {
             checked_rows: checked.rows,
             worst_o: checked.worst_o,
             device: device.into(),
+            stats: Some(stats),
         }
     }
 
@@ -188,6 +212,14 @@ pub fn sdpa_command(shapes: &[BenchShape], dtype: DType, reps: usize) -> String 
     )
 }
 
+/// `attention.md`'s text: `header`, the table, the PyTorch command for the same shapes.
+pub fn md_text(header: &str, rows: &[BenchRow], skips: &[Skip], sdpa: &str) -> String {
+    format!(
+        "{header}\n\n{}\nPyTorch on the same shapes:\n\n```sh\n{sdpa}\n```\n",
+        markdown(rows, skips)
+    )
+}
+
 /// Writes `attention.md` (`header`, the table, the PyTorch command for the same shapes) and
 /// `attention.jsonl` into `dir`; returns their paths.
 pub fn write(
@@ -203,11 +235,7 @@ pub fn write(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let md = dir.join("attention.md");
-    let text = format!(
-        "{header}\n\n{}\nPyTorch on the same shapes:\n\n```sh\n{sdpa}\n```\n",
-        markdown(rows, skips)
-    );
-    std::fs::write(&md, text).map_err(io(&md))?;
+    std::fs::write(&md, md_text(header, rows, skips, sdpa)).map_err(io(&md))?;
     let jl = dir.join("attention.jsonl");
     std::fs::write(&jl, jsonl(rows)?).map_err(io(&jl))?;
     Ok([md, jl])

@@ -41,6 +41,41 @@ impl Row {
     }
 }
 
+impl crate::results::ResultRow for Row {
+    fn id(&self) -> crate::results::RowId {
+        let p = &self.problem;
+        let dims = [
+            ("n", p.n),
+            ("h", p.h),
+            ("w", p.w),
+            ("c", p.c),
+            ("k", p.k),
+            ("r", p.r),
+            ("s", p.s),
+            ("stride_h", p.stride.0),
+            ("stride_w", p.stride.1),
+            ("pad_h", p.pad.0),
+            ("pad_w", p.pad.1),
+            ("dil_h", p.dil.0),
+            ("dil_w", p.dil.1),
+        ];
+        crate::results::RowId {
+            kernel: self.kernel.clone(),
+            dtype: p.dtype.name().into(),
+            dims: dims.iter().map(|&(k, v)| (k, v as u64)).collect(),
+            tags: vec![
+                format!("layer={}", self.layer),
+                format!("layout={:?}", p.layout).to_lowercase(),
+                format!("bias={}", p.bias),
+                format!("relu={}", p.relu),
+            ],
+        }
+    }
+    fn time(&self) -> Option<&Stats> {
+        Some(&self.stats)
+    }
+}
+
 /// A baseline launch on the bench's buffers.
 pub type BaselineFn<'a> = Box<dyn FnMut(&Addrs) -> Result<()> + 'a>;
 

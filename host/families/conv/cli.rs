@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::families::Scale;
 use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
+use crate::results::{ResultFile, RunMeta, TimingMeta};
 use crate::sim::Simulator;
 
 use super::bench::{bench_one, markdown, Row};
@@ -122,7 +123,7 @@ pub struct BenchArgs {
     /// (`--splits 1`: whole tiles)
     #[arg(long)]
     pub stream_k: bool,
-    /// Write conv.md and conv.json here
+    /// Write conv.json, conv.csv and conv.md here
     #[arg(long, value_name = "DIR", value_parser = writable_dir)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -286,13 +287,10 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
     );
     println!("{md}");
     if let Some(dir) = &a.out {
-        let io = |e: std::io::Error| Error::Io {
-            path: dir.display().to_string(),
-            source: e,
-        };
-        std::fs::write(dir.join("conv.md"), &md).map_err(io)?;
-        let json = serde_json::to_string_pretty(&rows).map_err(|e| Error::Usage(e.to_string()))?;
-        std::fs::write(dir.join("conv.json"), json).map_err(io)?;
+        let mut t = TimingMeta::events(a.warmup, a.reps, "flush");
+        t.pairing = Some("interleaved".into());
+        let meta = RunMeta::new("conv bench", Some(&gpu), Some(seed), t);
+        ResultFile::save(meta, &rows, dir, "conv", &md)?;
     }
     Ok(())
 }

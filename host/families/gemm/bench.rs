@@ -119,6 +119,12 @@ pub struct GemmRow {
     pub variant: String,
     /// Shape.
     pub shape: String,
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// The reduction length.
+    pub k: usize,
     /// Event-time statistics (L2 flushed before every repetition).
     pub stats: crate::harness::Stats,
     /// TFLOP/s at the median.
@@ -136,18 +142,46 @@ pub struct GemmRow {
     pub error_vs_cublas: f64,
 }
 
-/// Renders rows as a markdown table.
+impl crate::results::ResultRow for GemmRow {
+    fn id(&self) -> crate::results::RowId {
+        crate::results::RowId {
+            kernel: self.variant.clone(),
+            dtype: "f32".into(),
+            dims: vec![
+                ("m", self.m as u64),
+                ("n", self.n as u64),
+                ("k", self.k as u64),
+            ],
+            // Leading dimensions other than the packed ones are part of the shape's name.
+            tags: match self.shape.split_once(" ld ") {
+                Some((_, ld)) => vec![format!("ld={ld}")],
+                None => vec![],
+            },
+        }
+    }
+    fn time(&self) -> Option<&crate::harness::Stats> {
+        Some(&self.stats)
+    }
+}
+
+/// Renders rows as a markdown table (⚠ after a noisy or low-clock row's noise figure).
 pub fn markdown(rows: &[GemmRow]) -> String {
     let mut s = String::from(
-        "| variant | shape | median ms | TFLOP/s | × cuBLAS | × FP32 peak | regs | occupancy | rel. err vs cuBLAS |\n\
-         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| variant | shape | median ms | noise % | TFLOP/s | × cuBLAS | × FP32 peak | regs | occupancy | rel. err vs cuBLAS |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for r in rows {
+        let flag = if r.stats.warnings(crate::results::NOISY_PCT).is_empty() {
+            ""
+        } else {
+            " ⚠"
+        };
         s += &format!(
-            "| {} | {} | {:.3} | {:.2} | {:.3} | {:.3} | {} | {:.2} | {:.1e} |\n",
+            "| {} | {} | {:.3} | {:.1}{flag} | {:.2} | {:.3} | {:.3} | {} | {:.2} | {:.1e} |\n",
             r.variant,
             r.shape,
             r.stats.median_ms,
+            r.stats.noise_pct,
             r.tflops,
             r.vs_cublas,
             r.vs_peak,
@@ -237,6 +271,9 @@ pub fn bench(
                    err: f64| GemmRow {
             variant,
             shape: p.shape(),
+            m: p.m,
+            n: p.n,
+            k: p.k,
             tflops: p.flops() / (stats.median_ms * 1e-3) / 1e12,
             vs_cublas: 0.0,
             vs_peak: p.flops() / (stats.median_ms * 1e-3) / peak,

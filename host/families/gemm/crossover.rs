@@ -32,6 +32,21 @@ pub struct CrossoverRow {
     pub speedup_with_transfers: f64,
 }
 
+impl crate::results::ResultRow for CrossoverRow {
+    fn id(&self) -> crate::results::RowId {
+        crate::results::RowId {
+            kernel: "crossover".into(),
+            dtype: "f32".into(),
+            dims: vec![("n", self.n as u64)],
+            tags: vec![],
+        }
+    }
+    /// Medians only: no samples are kept.
+    fn time(&self) -> Option<&Stats> {
+        None
+    }
+}
+
 fn median_wall(budget_s: f64, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     f()?; // warm-up
     let mut samples = Vec::new();

@@ -120,6 +120,29 @@ pub struct BenchRow {
     pub ratio: f64,
 }
 
+impl crate::results::ResultRow for BenchRow {
+    fn id(&self) -> crate::results::RowId {
+        let p = &self.problem;
+        let mut tags = vec![format!("b={}", p.b.tag())];
+        let tight = Problem::new(p.ty, p.m, p.n, p.k).with_b(p.b);
+        if (p.lda, p.ldb, p.ldc) != (tight.lda, tight.ldb, tight.ldc) {
+            tags.push(format!("ld={}/{}/{}", p.lda, p.ldb, p.ldc));
+        }
+        crate::results::RowId {
+            kernel: match self.tuning {
+                Some(t) => format!("hgemm/{}/{t}", self.variant.name()),
+                None => format!("hgemm/{}", self.variant.name()),
+            },
+            dtype: format!("{}->{}", p.ty.name(), p.out.name()),
+            dims: vec![("m", p.m as u64), ("n", p.n as u64), ("k", p.k as u64)],
+            tags,
+        }
+    }
+    fn time(&self) -> Option<&Stats> {
+        Some(&self.ours)
+    }
+}
+
 /// Times `variant` and cuBLAS on `p` (output poisoning off, β = 0 unless `p` says otherwise),
 /// rotating input sets past the L2.
 pub fn bench(

@@ -9,6 +9,7 @@ use crate::families::hgemm::{self, gpu_runs, Options, Problem, Variant};
 use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::ptx::Flavour;
+use crate::results::{Progress, ResultFile, RunMeta, TimingMeta};
 
 /// Validates every variant the device runs on every case, then the selected variant.
 pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
@@ -126,6 +127,10 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         mode: L2Mode::Rotate,
     };
     let pipelines = a.pipeline_list();
+    let mut t = TimingMeta::events(timing.warmup, timing.reps, "rotate");
+    (t.pairing, t.max_noise_pct) = (Some(pairing.name().into()), a.noise.max_noise);
+    // hgemm::bench_with draws its inputs from fixed seeds (11 + set, 97 + set): no --seed.
+    let meta = RunMeta::new("hgemm bench", Some(gpu), None, t);
     let blas = crate::vendor::cublas(gpu.stream())?;
     // The measured ceilings, this process: "% peak" is of the fastest pipe the device has.
     let mut peak = Vec::new();
@@ -146,10 +151,21 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
     }
     println!("timing: {} with cuBLAS", pairing.name());
     println!();
-    println!(
-        "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | % peak | median ms | cuBLAS ms |"
+    let mut table = String::from(
+        "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | % peak | median ms | cuBLAS ms | noise % | cuBLAS noise % |\n\
+         | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    println!("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    print!("{table}");
+    let mut rows = Vec::new();
+    let configs = |v: Option<Variant>| match v {
+        Some(Variant::MmaPipeline) => pipelines.len(),
+        _ => 1,
+    };
+    let total = types.len()
+        * layouts.len()
+        * sizes.len()
+        * variants.iter().map(|&v| configs(v)).sum::<usize>();
+    let mut progress = Progress::new(total);
     for &ty in types {
         for &b in layouts {
             for &(m, n, k) in sizes {
@@ -179,7 +195,15 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         tuning,
                         group: *group,
                     };
+                    progress.step(&format!(
+                        "hgemm {} {} {} {}",
+                        ty.name(),
+                        b.tag(),
+                        p.shape(),
+                        v.map_or("auto", |v| v.name())
+                    ));
                     let row = hgemm::bench_with(gpu, &blas, &opts, &p, &timing, pairing)?;
+                    progress.finish();
                     let kernel = match row.tuning {
                         Some(t) => format!("{}/{t}", row.variant.name()),
                         None => row.variant.name().to_owned(),
@@ -188,8 +212,15 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         .iter()
                         .find(|(t, _)| *t == ty)
                         .map_or(f64::NAN, |(_, p)| *p);
-                    println!(
-                        "| {} | {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.1} | {:.4} | {:.4} |",
+                    let flag = |st: &crate::harness::Stats| {
+                        if st.warnings(crate::results::NOISY_PCT).is_empty() {
+                            ""
+                        } else {
+                            " ⚠"
+                        }
+                    };
+                    let line = format!(
+                        "| {} | {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.1} | {:.4} | {:.4} | {:.1}{} | {:.1}{} |",
                         ty.name(),
                         b.tag(),
                         p.shape(),
@@ -199,11 +230,20 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         row.ratio,
                         100.0 * row.tflops / ceiling,
                         row.ours.median_ms,
-                        row.cublas.median_ms
+                        row.cublas.median_ms,
+                        row.ours.noise_pct,
+                        flag(&row.ours),
+                        row.cublas.noise_pct,
+                        flag(&row.cublas),
                     );
+                    println!("{line}");
+                    table += &line;
+                    table.push('\n');
+                    rows.push(row);
                 }
             }
         }
     }
-    Ok(())
+    progress.finish();
+    ResultFile::save(meta, &rows, &a.results, "hgemm", &table)
 }

@@ -2,9 +2,6 @@
 //! modes, each validated before it is timed, beside `cuMemcpyDtoD` moving the same bytes in the
 //! same process. Results are rows (JSON/CSV) first; the markdown table is rendered from them.
 
-use std::io::Write;
-use std::path::Path;
-
 use cudarc::driver::CudaSlice;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -35,6 +32,9 @@ pub struct BenchRow {
     pub dtype: &'static str,
     /// Shape.
     pub shape: String,
+    /// The shape as named numbers ([`Problem::dims`]; the result file's `dims`).
+    #[serde(skip)]
+    pub dims: Vec<(&'static str, u64)>,
     /// L2 mode.
     pub l2: &'static str,
     /// Useful bytes moved per launch.
@@ -63,6 +63,20 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// The cases [`run`] reports to its `progress` (each validation and each timing).
+    pub fn cases(&self) -> usize {
+        let modes = self.modes.len();
+        let mut n = 0;
+        for dtype in &self.dtypes {
+            let kernels =
+                rustile_kernels::registry::of(self.family, rustile_kernels::registry::Role::Ladder)
+                    .filter(|k| k.symbol(*dtype).is_some())
+                    .count();
+            n += kernels * (1 + modes) + modes;
+        }
+        n * self.problems.len()
+    }
+
     /// The default sweep of a family (the sizes the acceptance bars name).
     pub fn default_for(family: Family) -> Sweep {
         let problems = match family {
@@ -222,6 +236,7 @@ fn bench_problem<T: DeviceElem>(
     let set_bytes = set_bytes as u64;
     let sets = harness::rotation_sets(gpu.info().l2_bytes, set_bytes);
     let shape = problem.shape();
+    let dims = problem.dims();
     let first_row = rows.len();
 
     {
@@ -262,7 +277,7 @@ fn bench_problem<T: DeviceElem>(
                     sweep.family,
                     kernel.name.to_string(),
                     T::DTYPE,
-                    &shape,
+                    (&shape, &dims),
                     mode,
                     bytes,
                     stats,
@@ -302,7 +317,7 @@ fn bench_problem<T: DeviceElem>(
             sweep.family,
             BASELINE.to_string(),
             T::DTYPE,
-            &shape,
+            (&shape, &dims),
             mode,
             bytes,
             stats,
@@ -322,7 +337,7 @@ fn row(
     family: Family,
     variant: String,
     dtype: DType,
-    shape: &str,
+    (shape, dims): (&str, &[(&'static str, u64)]),
     mode: L2Mode,
     bytes: u64,
     stats: Stats,
@@ -332,6 +347,7 @@ fn row(
         variant,
         dtype: dtype.name(),
         shape: shape.to_string(),
+        dims: dims.to_vec(),
         l2: mode.name(),
         bytes,
         gbps: bytes as f64 / (stats.median_ms * 1e-3) / 1e9,
@@ -366,37 +382,16 @@ pub fn markdown(rows: &[BenchRow]) -> String {
     s
 }
 
-/// Writes `<stem>.json` and `<stem>.csv` into `dir`.
-pub fn write_results(rows: &[BenchRow], dir: &Path, stem: &str) -> Result<()> {
-    let io = |path: &Path| {
-        let path = path.display().to_string();
-        move |source| Error::Io { path, source }
-    };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let json_path = dir.join(format!("{stem}.json"));
-    let json = serde_json::to_string_pretty(rows).map_err(|e| Error::Usage(e.to_string()))?;
-    std::fs::write(&json_path, json).map_err(io(&json_path))?;
-    let csv_path = dir.join(format!("{stem}.csv"));
-    let mut f = std::fs::File::create(&csv_path).map_err(io(&csv_path))?;
-    let mut csv = String::from("family,variant,dtype,shape,l2,bytes,median_ms,min_ms,max_ms,reps,gbps,vs_memcpy,vs_ceiling\n");
-    for r in rows {
-        csv += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.family,
-            r.variant,
-            r.dtype,
-            r.shape,
-            r.l2,
-            r.bytes,
-            r.stats.median_ms,
-            r.stats.min_ms,
-            r.stats.max_ms,
-            r.stats.reps,
-            r.gbps,
-            r.vs_memcpy,
-            r.vs_ceiling
-        );
+impl crate::results::ResultRow for BenchRow {
+    fn id(&self) -> crate::results::RowId {
+        crate::results::RowId {
+            kernel: format!("{}/{}", self.family, self.variant),
+            dtype: self.dtype.into(),
+            dims: self.dims.clone(),
+            tags: vec![format!("l2={}", self.l2)],
+        }
     }
-    f.write_all(csv.as_bytes()).map_err(io(&csv_path))?;
-    Ok(())
+    fn time(&self) -> Option<&Stats> {
+        Some(&self.stats)
+    }
 }

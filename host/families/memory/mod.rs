@@ -53,6 +53,16 @@ impl Problem {
         }
     }
 
+    /// The shape as named numbers (copy `n`; strided `n`, `stride`; transpose `rows`,
+    /// `cols`), for result files.
+    pub fn dims(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            Problem::Copy(p) => vec![("n", p.n as u64)],
+            Problem::Strided(p) => vec![("n", p.n as u64), ("stride", p.stride as u64)],
+            Problem::Transpose(p) => vec![("rows", p.rows as u64), ("cols", p.cols as u64)],
+        }
+    }
+
     /// Bytes the problem must move through DRAM (useful bytes).
     pub fn bytes_moved(&self, elem_bytes: usize) -> u64 {
         match self {

@@ -196,6 +196,8 @@ pub(super) fn orchestration_cmd(o: &OrchestrationArgs) -> Result<()> {
     write(out, "results.md", &md)?;
     #[derive(serde::Serialize)]
     struct All<'a> {
+        /// The run's metadata (notes/results.md).
+        meta: crate::results::RunMeta,
         device: &'a str,
         transfer: &'a transfer::TransferReport,
         overlap_copy: &'a [overlap::OverlapRow],
@@ -217,6 +219,11 @@ pub(super) fn orchestration_cmd(o: &OrchestrationArgs) -> Result<()> {
         out,
         "results.json",
         &json(&All {
+            meta: crate::results::RunMeta::new("orchestration", Some(&gpu), None, {
+                let mut t = crate::results::TimingMeta::events(0, 0, "n/a");
+                t.timer = "cuda-events and host wall clock, medians per study".into();
+                t
+            }),
             device: &head,
             transfer: &t,
             overlap_copy: &ov_copy.rows,
