@@ -145,6 +145,7 @@ pub mod npy;
 pub mod orch;
 pub mod ptx;
 pub mod ptxas;
+pub mod report;
 pub mod sim;
 pub mod tma;
 pub mod vendor;
