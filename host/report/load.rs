@@ -177,7 +177,7 @@ fn shape_kv(shape: &str, key: &str) -> Option<f64> {
 
 fn dims(shape: &str) -> Vec<f64> {
     shape
-        .split(|c| c == 'x' || c == '×')
+        .split(['x', '×'])
         .map(|d| d.trim().parse::<f64>())
         .collect::<Result<_, _>>()
         .unwrap_or_default()
@@ -625,7 +625,7 @@ mod tests {
         .unwrap();
         std::fs::write(dir.join("conv.json"), "{ not json").unwrap();
         std::fs::write(dir.join("other.json"), "{}").unwrap();
-        let inp = Inputs::load(&[dir.clone()]);
+        let inp = Inputs::load(std::slice::from_ref(&dir));
         assert_eq!(inp.gemm.len(), 1);
         assert_eq!(inp.gemm[0].mnk, (64.0, 64.0, 64.0));
         assert_eq!(inp.gemm[0].src, "a");

@@ -35,7 +35,7 @@ const SDPA_ANCHOR: [(f64, f64, f64, f64); 12] = [
 
 /// The source directory with the most rows (results of one run stay together); the others are
 /// named in a note.
-fn primary<'a, T>(rows: &'a [T], src: impl Fn(&T) -> &str) -> (Vec<&'a T>, Option<String>) {
+fn primary<T>(rows: &[T], src: impl Fn(&T) -> &str) -> (Vec<&T>, Option<String>) {
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
     for r in rows {
         *count.entry(src(r)).or_default() += 1;
@@ -522,7 +522,7 @@ pub fn conv(inp: &Inputs) -> Section {
     let rows: Vec<_> = inp.conv.iter().collect();
     let pts = series_by(
         &rows,
-        |r| Some(format!("{}", r.dtype)),
+        |r| Some(r.dtype.clone()),
         |r| (r.flops / r.bytes, r.tflops),
         |_| Style::Points,
     );
