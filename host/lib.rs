@@ -147,6 +147,7 @@ pub mod npy;
 pub mod orch;
 pub mod ptx;
 pub mod ptxas;
+pub mod report;
 pub mod results;
 pub mod sim;
 pub mod tma;

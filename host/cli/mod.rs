@@ -172,6 +172,8 @@ pub enum Command {
     Hgemm(hgemm::HgemmCommand),
     /// Assemble every PTX flavour with ptxas: registers, shared memory, spills (no GPU)
     PtxReport,
+    /// One self-contained HTML report (inline SVG) from result directories (no GPU)
+    Report(crate::report::ReportArgs),
     /// Host orchestration studies.
     #[command(flatten)]
     Orch(orch::OrchCommand),

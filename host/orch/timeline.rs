@@ -6,7 +6,7 @@
 //! stream reached the stage to the moment the stage finished: for a kernel queued behind
 //! another stream's kernel that includes the wait.
 
-use std::fmt::Write as _;
+use crate::report::chart::{nice_step, text_width, trim_float, Anchor, Canvas};
 
 /// The three stages of the pipeline, each on its own engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -136,65 +136,101 @@ impl Timeline {
         )
     }
 
-    /// A Gantt chart: one row per engine, then one row per stream; colour = stage.
+    /// Reads back what [`Timeline::chrome_trace_json`] wrote (the stream rows, process 1):
+    /// `None` when `json` is not such a trace.
+    pub fn from_chrome_trace(json: &str) -> Option<Timeline> {
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let events = v.get("traceEvents")?.as_array()?;
+        let mut t = Timeline::default();
+        for e in events {
+            let pid = e.get("pid").and_then(|p| p.as_u64());
+            match e.get("ph").and_then(|p| p.as_str()) {
+                Some("M") if pid == Some(1) && e["name"] == "process_name" => {
+                    let name = e["args"]["name"].as_str().unwrap_or_default();
+                    t.title = name.strip_prefix("streams — ").unwrap_or(name).to_string();
+                }
+                Some("X") if pid == Some(1) => {
+                    let stage = Stage::ALL
+                        .into_iter()
+                        .find(|s| e.get("cat").and_then(|c| c.as_str()) == Some(s.name()))?;
+                    let span = Span {
+                        stream: e["args"]["stream"].as_u64()? as usize,
+                        chunk: e["args"]["chunk"].as_u64()? as usize,
+                        stage,
+                        start_us: e["ts"].as_f64()?,
+                        dur_us: e["dur"].as_f64()?,
+                    };
+                    t.streams = t.streams.max(span.stream + 1);
+                    t.spans.push(span);
+                }
+                _ => {}
+            }
+        }
+        Some(t)
+    }
+
+    /// A Gantt chart: one row per engine, then one row per stream; colour = stage. Drawn on
+    /// the report's [`Canvas`], so its labels follow the same no-overlap rule (title band on
+    /// top, legend under the time axis, chunk numbers only where they fit).
     pub fn svg_gantt(&self) -> String {
+        self.gantt().finish()
+    }
+
+    /// [`Timeline::svg_gantt`] before it is turned into text (its text boxes can be checked).
+    pub fn gantt(&self) -> Canvas {
         let rows: Vec<String> = Stage::ALL
             .iter()
             .map(|s| format!("engine: {}", s.name()))
             .chain((0..self.streams).map(|s| format!("stream {s}")))
             .collect();
-        let (left, right, top, row_h, gap) = (130.0, 30.0, 50.0, 26.0, 6.0);
-        let width = 1200.0;
+        let label_w = rows.iter().map(|r| text_width(r, 12.0)).fold(0.0, f64::max);
+        let (left, right, top, row_h, gap) = (label_w + 20.0, 30.0, 44.0, 26.0, 6.0);
+        let width = 1200f64.max((left + text_width(&self.title, 15.0) + right).ceil());
         let plot_w = width - left - right;
-        let height = top + rows.len() as f64 * (row_h + gap) + 60.0;
+        let axis_y = top + rows.len() as f64 * (row_h + gap) + 4.0;
+        let height = axis_y + 80.0;
         let end = self.end_us().max(1.0);
         let x = |us: f64| left + us / end * plot_w;
-        let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(
-            svg,
-            r#"<rect width="{width}" height="{height}" fill="white"/><text x="{left}" y="22" font-size="15">{}</text>"#,
-            xml(&self.title)
-        );
+        let mut c = Canvas::new(width, height);
+        c.text(left, 24.0, Anchor::Start, 15.0, false, &self.title);
         for (i, name) in rows.iter().enumerate() {
             let y = top + i as f64 * (row_h + gap);
-            let _ = writeln!(
-                svg,
-                r##"<rect x="{left}" y="{y}" width="{plot_w}" height="{row_h}" fill="#f3f3f3"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
-                left - 8.0,
-                y + row_h * 0.65,
-                xml(name)
-            );
+            c.raw(&format!(
+                r##"<rect x="{left:.1}" y="{y}" width="{plot_w:.1}" height="{row_h}" fill="#f3f3f3"/>"##
+            ));
+            c.text(left - 8.0, y + row_h * 0.65, Anchor::End, 12.0, false, name);
         }
-        // Time axis: about ten round ticks.
-        let axis_y = top + rows.len() as f64 * (row_h + gap) + 4.0;
+        // Time axis: about ten round ticks, thinned like the charts' x axis.
         let step_ms = nice_step(end / 1000.0 / 10.0);
         let mut t = 0.0;
+        let mut last_end = f64::NEG_INFINITY;
         while t * 1000.0 <= end + 1e-9 {
             let tx = x(t * 1000.0);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{tx:.1}" y1="{top}" x2="{tx:.1}" y2="{axis_y}" stroke="#ccc" stroke-width="0.5"/><text x="{tx:.1}" y="{}" text-anchor="middle">{}</text>"##,
-                axis_y + 16.0,
-                trim_float(t)
-            );
+            c.raw(&format!(
+                r##"<line x1="{tx:.1}" y1="{top}" x2="{tx:.1}" y2="{axis_y}" stroke="#ccc" stroke-width="0.5"/>"##
+            ));
+            let label = trim_float(t);
+            let w = text_width(&label, 12.0);
+            if tx - w / 2.0 > last_end + 8.0 {
+                c.text(tx, axis_y + 16.0, Anchor::Middle, 12.0, false, &label);
+                last_end = tx + w / 2.0;
+            }
             t += step_ms;
         }
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="middle">time since start (ms)</text>"#,
+        c.text(
             left + plot_w / 2.0,
-            axis_y + 36.0
+            axis_y + 36.0,
+            Anchor::Middle,
+            12.0,
+            false,
+            "time since start (ms)",
         );
+        let mut label_end = vec![f64::NEG_INFINITY; rows.len()];
         for sp in &self.spans {
             for row in [sp.stage.index(), Stage::ALL.len() + sp.stream] {
                 let y = top + row as f64 * (row_h + gap);
                 let (x0, w) = (x(sp.start_us), (sp.dur_us / end * plot_w).max(0.5));
-                let _ = write!(
-                    svg,
+                c.raw(&format!(
                     r#"<rect x="{x0:.2}" y="{}" width="{w:.2}" height="{}" fill="{}" stroke="white" stroke-width="0.4"><title>{} chunk {} (stream {}): {:.1} µs at {:.1} µs</title></rect>"#,
                     y + 2.0,
                     row_h - 4.0,
@@ -204,64 +240,31 @@ impl Timeline {
                     sp.stream,
                     sp.dur_us,
                     sp.start_us
-                );
-                if w > 18.0 {
-                    let _ = write!(
-                        svg,
-                        r#"<text x="{:.2}" y="{}" text-anchor="middle" fill="white" font-size="10">{}</text>"#,
-                        x0 + w / 2.0,
-                        y + row_h * 0.65,
-                        sp.chunk
-                    );
+                ));
+                let label = sp.chunk.to_string();
+                let lw = text_width(&label, 10.0);
+                let cx = x0 + w / 2.0;
+                if w > lw + 6.0 && cx - lw / 2.0 > label_end[row] + 2.0 {
+                    c.raw(&format!(
+                        r#"<text x="{cx:.2}" y="{}" text-anchor="middle" fill="white" font-size="10">{label}</text>"#,
+                        y + row_h * 0.65
+                    ));
+                    label_end[row] = cx + lw / 2.0;
                 }
-                svg.push('\n');
             }
         }
-        // Legend.
-        for (i, st) in Stage::ALL.iter().enumerate() {
-            let lx = width - right - 300.0 + i as f64 * 100.0;
-            let _ = writeln!(
-                svg,
-                r#"<rect x="{lx}" y="10" width="14" height="14" fill="{}"/><text x="{}" y="22">{}</text>"#,
-                st.colour(),
-                lx + 18.0,
-                st.name()
-            );
+        // Legend, under the axis label.
+        let mut lx = left;
+        for st in Stage::ALL {
+            let ly = axis_y + 52.0;
+            c.raw(&format!(
+                r#"<rect x="{lx:.1}" y="{ly}" width="14" height="14" fill="{}"/>"#,
+                st.colour()
+            ));
+            c.text(lx + 18.0, ly + 12.0, Anchor::Start, 12.0, false, st.name());
+            lx += 18.0 + text_width(st.name(), 12.0) + 24.0;
         }
-        svg.push_str("</svg>\n");
-        svg
-    }
-}
-
-/// Escapes text for SVG.
-pub(crate) fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// 1, 2 or 5 × 10^k at or above `raw`.
-pub(crate) fn nice_step(raw: f64) -> f64 {
-    if raw.is_nan() || raw <= 0.0 {
-        return 1.0;
-    }
-    let p = 10f64.powf(raw.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= raw {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
-pub(crate) fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" {
-        "0".into()
-    } else {
-        s.to_string()
+        c
     }
 }
 
@@ -310,6 +313,27 @@ mod tests {
         assert!(svg.contains("test &lt;run&gt;"));
         assert_eq!(t.end_us(), 600.0);
         assert_eq!(t.stage_sums_us(), [400.0; 3]);
+        assert!(
+            t.gantt().overlaps().is_empty(),
+            "{:?}",
+            t.gantt().overlaps()
+        );
+        // A long title widens the chart instead of running into anything.
+        let long = Timeline {
+            title: "x".repeat(300),
+            ..t.clone()
+        };
+        assert!(long.gantt().overlaps().is_empty());
+    }
+
+    #[test]
+    fn chrome_trace_reads_back() {
+        let t = sample();
+        let back = Timeline::from_chrome_trace(&t.chrome_trace_json()).unwrap();
+        assert_eq!(back.title, t.title);
+        assert_eq!(back.streams, t.streams);
+        assert_eq!(back.spans, t.spans);
+        assert!(Timeline::from_chrome_trace("[1, 2]").is_none());
     }
 
     #[test]
