@@ -28,9 +28,22 @@ fn fresh_seed() -> u64 {
 fn every_kernel_matches_its_reference_at_odd_shapes() {
     let backend = Backend::Gpu(gpu());
     let seed = fresh_seed();
-    let outcomes = suite::validate_all(&backend, suite::Scale::Quick, seed, |_, _, _| {});
+    // RUSTILE_FAMILIES=copy,gemm: those families only (the sanitizer sweep runs one process
+    // per family side by side).
+    let families: Vec<_> = match std::env::var("RUSTILE_FAMILIES") {
+        Ok(list) => list
+            .split(',')
+            .map(|f| rustile::families::find(f).unwrap_or_else(|| panic!("no family `{f}`")))
+            .collect(),
+        Err(_) => rustile::families::all(),
+    };
+    let outcomes =
+        suite::validate_families(&backend, &families, suite::Scale::Quick, seed, |_, _, _| {});
     let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    let expected = suite::case_count(&backend, suite::Scale::Quick);
+    let expected: usize = families
+        .iter()
+        .map(|f| f.cases(&backend, suite::Scale::Quick).len())
+        .sum();
     println!(
         "{} kernel × dtype × shape cases ran (seed {seed})",
         outcomes.len()
