@@ -1,5 +1,5 @@
-//! Reliability: device faults recognised and survived, out-of-memory mid-sweep, bit-identical
-//! reruns of every family's cases.
+//! Reliability: device faults recognised and reported (and what the driver allows after
+//! one), out-of-memory mid-sweep, bit-identical reruns of every family's cases.
 //!
 //! The simulator tests run in `cargo test`; the GPU ones are `#[ignore = "needs a GPU"]` and
 //! run on a GPU machine with `cargo test --release --test reliability -- --ignored
@@ -56,10 +56,15 @@ fn validate_copy(gpu: Gpu, what: &str) {
     println!("{what}: {} copy cases validated", outcomes.len());
 }
 
-/// In a process of its own (the fault poisons the primary context): `f` faults a fresh
-/// context, the error says so, later calls fail with it, [`Gpu::new`] refuses the context
-/// while a handle is alive; after dropping everything [`fault::reopen`] gives a context that
-/// validates — twice in a row.
+/// In a process of its own: `f` faults a fresh context, the error says so, later calls fail
+/// with it, [`Gpu::new`] refuses the context while a handle is alive, naming it. After every
+/// handle is dropped, [`fault::reopen`] tries the primary context again and a context of
+/// rustile's own: on the H200's driver (580) both fail with the fault — a sticky error
+/// poisons every context of the process (measured by `probe_the_driver_after_a_fault`:
+/// retain after the last release, `cuCtxCreate`, and retain after `cuDevicePrimaryCtxReset`
+/// all return it). So the process survives (typed errors, no panic, no hang) but the GPU is
+/// usable again only from a new process; the test asserts exactly that, and fails the day a
+/// driver lets the process go on, so that the recovery path is then tested for real.
 fn fault_then_recover(f: Fault) {
     let gpu = Gpu::new(0).expect("a GPU");
     let buf = gpu
@@ -79,13 +84,17 @@ fn fault_then_recover(f: Fault) {
     assert!(again.to_string().contains("still faulted"), "{again}");
     drop(buf);
     drop(gpu);
-    let gpu = fault::reopen(0).expect("a context after the fault");
-    validate_copy(gpu, &format!("after {f:?}"));
-    // And once more, from whatever context reopen gave.
-    let gpu = fault::reopen(0).unwrap();
-    assert!(fault::provoke(&gpu, f).unwrap_err().is_device_fault());
-    drop(gpu);
-    validate_copy(fault::reopen(0).unwrap(), &format!("after a second {f:?}"));
+    match fault::reopen(0) {
+        Ok(gpu) => panic!(
+            "the driver now gives a working context after a fault ({}): make this test \
+             validate on it (validate_copy) and update notes/reliability.md",
+            gpu.info().name
+        ),
+        Err(e) => {
+            println!("reopen after dropping every handle: {e}");
+            assert!(e.is_device_fault(), "{e}");
+        }
+    }
 }
 
 #[test]
@@ -151,9 +160,13 @@ impl Family for Faulty {
 
 static FAULTY: Faulty = Faulty;
 
+/// The validation runner after a fault: the faulting case is reported as a fault, the
+/// cases before it pass, and the cases after it are reported as not run, naming the fault
+/// and why the device could not be reopened (on this driver it cannot: see
+/// [`fault_then_recover`]) — not as the same driver error again and again.
 #[test]
 #[ignore = "needs a GPU"]
-fn the_validation_runner_reopens_the_device_after_a_fault() {
+fn the_validation_runner_reports_the_cases_after_a_fault_as_not_run() {
     let copy = families::find("copy").unwrap();
     let list: [&'static dyn Family; 3] = [copy, &FAULTY, copy];
     let reopen = || fault::reopen(0).map(Backend::Gpu);
@@ -165,31 +178,34 @@ fn the_validation_runner_reopens_the_device_after_a_fault() {
         seed(),
         |_, _, _| {},
     );
-    let faults: Vec<_> = outcomes.iter().filter(|o| o.fault).collect();
-    assert_eq!(faults.len(), 1, "{outcomes:#?}");
-    assert_eq!(faults[0].kernel, "faulty/trap");
-    let failed: Vec<_> = outcomes
-        .iter()
-        .filter(|o| o.error.is_some() && !o.fault)
-        .collect();
-    assert!(failed.is_empty(), "cases after the fault: {failed:#?}");
-    assert!(left.is_some(), "the runner ends on a live device");
-    // Without reopening, the cases after the fault are reported as not run, naming it.
-    drop(left);
-    let backend = Backend::Gpu(fault::reopen(0).unwrap());
-    let outcomes = suite::validate_families(&backend, &list, Scale::Quick, seed(), |_, _, _| {});
-    drop(backend);
     let n_copy = outcomes
         .iter()
         .filter(|o| o.kernel.starts_with("copy/"))
         .count()
         / 2;
-    assert!(outcomes[..n_copy].iter().all(|o| o.error.is_none()));
-    assert!(outcomes[n_copy].fault);
-    assert!(outcomes[n_copy + 1..].iter().all(|o| o
-        .error
-        .as_deref()
-        .is_some_and(|e| e.contains("not run") && e.contains("faulty/trap"))));
+    assert!(n_copy > 0);
+    let before: Vec<_> = outcomes[..n_copy]
+        .iter()
+        .filter(|o| o.error.is_some())
+        .collect();
+    assert!(before.is_empty(), "cases before the fault: {before:#?}");
+    assert!(outcomes[n_copy].fault, "{:?}", outcomes[n_copy]);
+    assert_eq!(outcomes[n_copy].kernel, "faulty/trap");
+    let after = &outcomes[n_copy + 1..];
+    match left {
+        // A driver that lets the process go on: the cases after the fault must pass.
+        Some(_) => assert!(after.iter().all(|o| o.error.is_none()), "{after:#?}"),
+        None => {
+            println!(
+                "after the fault: {}",
+                after[0].error.as_deref().unwrap_or("")
+            );
+            assert!(after.iter().all(|o| o
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("not run") && e.contains("faulty/trap"))));
+        }
+    }
 }
 
 #[test]
@@ -240,14 +256,23 @@ fn deterministic(backend: &Backend) {
         suite::check_determinism(backend, &families::all(), Scale::Quick, s, |_, _, _| {});
     let expected = suite::case_count(backend, Scale::Quick);
     assert_eq!(outcomes.len(), expected);
-    let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    let failed: Vec<_> = outcomes.iter().filter(|(o, _)| o.error.is_some()).collect();
+    let compared = outcomes.iter().filter(|(_, n)| *n > 0).count();
     println!(
-        "{} cases on {} each ran twice with seed {s}: {} bit-identical",
+        "{} cases on {} each ran twice with seed {s}: {} failed; {compared} compared bit for bit, \
+         {} refusal cases without output",
         outcomes.len(),
         backend.name(),
-        outcomes.len() - failed.len()
+        failed.len(),
+        outcomes.len() - compared
     );
     assert!(failed.is_empty(), "seed {s}: {failed:#?}");
+    // Refusal cases are the exception: most cases produce output.
+    assert!(
+        compared * 10 >= outcomes.len() * 9,
+        "{compared} of {} compared",
+        outcomes.len()
+    );
 }
 
 #[test]
@@ -284,6 +309,6 @@ fn the_determinism_check_catches_a_case_that_differs_between_runs() {
     static FLAKY: Flaky = Flaky;
     let backend = Backend::Simulator(Simulator::default());
     let out = suite::check_determinism(&backend, &[&FLAKY], Scale::Quick, 1, |_, _, _| {});
-    let e = out[0].error.as_deref().expect("must be caught");
+    let e = out[0].0.error.as_deref().expect("must be caught");
     assert!(e.contains("not deterministic"), "{e}");
 }
