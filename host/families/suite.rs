@@ -204,9 +204,11 @@ pub fn validate_families_recovering(
                 backend = None; // every handle on the faulted context goes with it
                 match reopen() {
                     Ok(b) => backend = Some(b),
-                    Err(e) => lost = format!(
+                    Err(e) => {
+                        lost = format!(
                         "not run: the device could not be reopened after the fault in {label}: {e}"
-                    ),
+                    )
+                    }
                 }
             }
             out.push(outcome);
