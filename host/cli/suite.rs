@@ -471,6 +471,7 @@ pub fn ptx_report(required: bool) -> Result<()> {
         }
     }
     println!("{}", ptxas::markdown(&rows));
+    println!("{}", occupancy_markdown(&rows));
     let spilling: Vec<_> = rows
         .iter()
         .filter(|r| r.spill_stores + r.spill_loads + r.stack_bytes > 0)
@@ -489,9 +490,83 @@ pub fn ptx_report(required: bool) -> Result<()> {
     }
 }
 
+/// Theoretical occupancy of every kernel build in `rows` (ptxas registers and static shared
+/// memory, the registry's block size and dynamic shared bytes for the symbol's dtype), on the
+/// architecture it was built for; the sm_80 build also on sm_86 and sm_89, which run it (48
+/// warps per SM there, not 64). Limits: [`crate::report::occupancy::ARCHS`].
+fn occupancy_markdown(rows: &[ptxas::KernelResources]) -> String {
+    use crate::report::occupancy::{limits, occupancy};
+    let mut out = String::from(
+        "Theoretical occupancy (resident warps / the SM's maximum; limiter in brackets):\n\n\
+         | kernel | threads | shared B | arch | regs | occupancy |\n|---|---:|---:|---|---:|---|\n",
+    );
+    for r in rows {
+        let Some((k, e)) = crate::KERNELS.iter().find_map(|k| {
+            k.symbols
+                .iter()
+                .find(|e| e.symbol == r.kernel)
+                .map(|e| (k, e))
+        }) else {
+            continue;
+        };
+        let threads = k.block.0 * k.block.1 * k.block.2;
+        let shared = k.shared_bytes(e.dtype) as u32 + r.shared_bytes;
+        let archs: &[&str] = if r.arch == "sm_80" {
+            &["sm_80", "sm_86", "sm_89"]
+        } else {
+            &[r.arch.as_str()]
+        };
+        for &arch in archs {
+            let cell = match limits(arch).and_then(|l| occupancy(&l, threads, r.registers, shared))
+            {
+                Some(o) => format!(
+                    "{:.0} % ({} warps, {})",
+                    100.0 * o.fraction,
+                    o.warps,
+                    o.limiter.name()
+                ),
+                None => "does not fit".into(),
+            };
+            out += &format!(
+                "| {} | {threads} | {shared} | {arch} | {} | {cell} |\n",
+                r.kernel, r.registers
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Cli, Command};
+
+    #[test]
+    fn ptx_report_occupancy_uses_each_architectures_warp_limit() {
+        // A copy kernel built for sm_80 at 16 registers: nothing but warps limits it, so it
+        // fills all 64 warps of an sm_80 SM and all 48 of an sm_86 / sm_89 one.
+        let k = crate::copy::variants()
+            .find(|k| k.name == "scalar")
+            .unwrap();
+        let row = crate::ptxas::KernelResources {
+            kernel: k.symbols[0].symbol.to_string(),
+            arch: "sm_80".into(),
+            registers: 16,
+            shared_bytes: 0,
+            stack_bytes: 0,
+            spill_stores: 0,
+            spill_loads: 0,
+        };
+        let md = super::occupancy_markdown(&[row]);
+        let line = |arch: &str| {
+            md.lines()
+                .find(|l| l.contains(&format!("| {arch} |")))
+                .unwrap_or_else(|| panic!("no {arch} row in\n{md}"))
+                .to_string()
+        };
+        assert!(line("sm_80").contains("100 % (64 warps"), "{md}");
+        assert!(line("sm_86").contains("100 % (48 warps"), "{md}");
+        assert!(line("sm_89").contains("100 % (48 warps"), "{md}");
+    }
 
     fn parse(line: &str) -> Result<Cli, clap::Error> {
         Cli::try_parse_checked(std::iter::once("rustile").chain(line.split_whitespace()))
