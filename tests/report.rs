@@ -427,3 +427,38 @@ fn renders_in_headless_chromium() {
     assert!(colours.len() > 50, "{} colours", colours.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cargo_bench_summaries_get_a_section_with_one_chart_per_group() {
+    let r = build(&Options {
+        dirs: vec![root().join("bench-results/2026-12-02-h200-reliability")],
+        simulate: false,
+        ptxas: false,
+    })
+    .expect("report from the cargo bench run");
+    assert!(r.inputs.bench.len() > 100, "{} rows", r.inputs.bench.len());
+    let sec = r
+        .sections
+        .iter()
+        .find(|s| s.id == "cargo-bench")
+        .expect("a cargo bench section");
+    for g in [
+        "sgemm",
+        "hgemm_f16",
+        "hgemm_bf16",
+        "copy",
+        "transpose",
+        "attention_f16",
+        "conv_f16",
+    ] {
+        let (_, svg, overlaps) = sec
+            .charts
+            .iter()
+            .find(|(name, _, _)| name == &format!("bench-{g}"))
+            .unwrap_or_else(|| panic!("no chart for {g}"));
+        assert_eq!(*overlaps, 0, "{g}: overlapping labels");
+        well_formed(svg).unwrap_or_else(|e| panic!("{g}: {e}"));
+    }
+    // The suspect conv baseline is flagged on the page.
+    assert!(sec.html.contains("baseline is suspect"));
+}

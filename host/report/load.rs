@@ -133,6 +133,8 @@ pub struct Inputs {
     pub timelines: Vec<(String, Timeline)>,
     /// ptxas resources (`ptx-report.md`, the output of `rustile ptx-report`).
     pub ptx: Vec<KernelResources>,
+    /// `cargo bench` summaries (`criterion-<bench>.json`).
+    pub bench: Vec<super::bench::BenchRow>,
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
@@ -246,6 +248,20 @@ impl Inputs {
             "timeline-pageable.json",
             "ptx-report.md",
         ];
+        if name.starts_with("criterion-") && name.ends_with(".json") {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("unreadable: {e}"))?;
+            let v: Value = serde_json::from_str(&text).map_err(|e| format!("bad JSON: {e}"))?;
+            if let Some(d) = v.get("device") {
+                self.meta.push((
+                    path.display().to_string(),
+                    serde_json::json!({"device": d, "timing": v.get("timing")}),
+                ));
+            }
+            let rows = super::bench::parse(&v, src)?;
+            let n = rows.len();
+            self.bench.extend(rows);
+            return Ok(Some(format!("{n} cargo bench rows")));
+        }
         if !known.contains(&name) {
             return if name.ends_with(".json") || name.ends_with(".jsonl") {
                 Err("not a result file the report knows (skipped)".into())

@@ -6,6 +6,7 @@
 //!
 //! What is missing is said on the page; a file that does not parse is listed and skipped.
 
+mod bench;
 pub mod chart;
 pub mod load;
 pub mod occupancy;
@@ -368,6 +369,7 @@ pub fn build(opts: &Options) -> Result<Report> {
     if opts.simulate {
         sections.push(simulator());
     }
+    sections.push(bench::section(&inp.bench));
     sections.push(occupancy_section(&inp));
     sections.push(inputs_section(&inp));
     let dirs: Vec<String> = opts.dirs.iter().map(|d| d.display().to_string()).collect();
