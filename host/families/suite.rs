@@ -99,60 +99,82 @@ pub fn validate_with(
     selection: &Selection,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<CaseOutcome> {
-    let picked = |c: &Case| {
-        selection
-            .case
-            .as_deref()
-            .is_none_or(|f| c.label().contains(f))
-    };
-    let families: Vec<_> = families
-        .iter()
-        .map(|&f| {
-            let cases: Vec<Case> = f.cases(backend, scale).into_iter().filter(picked).collect();
-            (f, cases)
-        })
-        .collect();
-    let total = families.iter().map(|(_, c)| c.len()).sum();
-    let mut out: Vec<CaseOutcome> = Vec::with_capacity(total);
+    let planned = plan(backend, families, scale, seed, |label| {
+        selection.case.as_deref().is_none_or(|f| label.contains(f))
+    });
+    let mut out: Vec<CaseOutcome> = Vec::with_capacity(planned.len());
     // After a device fault every later call on the context fails with it: report the cases
     // after it as not run, naming the fault, instead of as that error again and again.
     let mut fault: Option<String> = None;
-    for (family, cases) in &families {
-        for case in cases {
-            let label = case.label();
-            progress(out.len(), total, &label);
-            let s = case_seed(seed, &label);
-            if let Some(f) = &fault {
-                out.push(not_run(
-                    case,
-                    s,
-                    format!("not run: the context was lost to a device fault in {f}"),
-                ));
-                continue;
-            }
-            let (mut outcome, tensors) = super::run::capturing(|| family.run(backend, case, s));
-            if outcome.fault {
-                fault = Some(label.clone());
-            }
-            let dir = match (&selection.dump, &outcome.error) {
-                (Some(d), _) => Some(d.clone()),
-                (None, Some(_)) => Some(selection.failures.clone().unwrap_or_else(failure_dir)),
-                (None, None) => None,
-            };
-            if let Some(dir) = dir {
-                let dir = dir.join(super::run::dir_name(&label, s));
-                let error = outcome.error.clone();
-                outcome.dump = Some(
-                    match super::run::write_dump(&dir, &label, s, error.as_deref(), &tensors) {
-                        Ok(()) => dir.display().to_string(),
-                        Err(e) => format!("(dump failed: {e})"),
-                    },
-                );
-            }
-            out.push(outcome);
+    for (i, p) in planned.iter().enumerate() {
+        let (label, s) = (&p.label, p.seed);
+        progress(i, planned.len(), label);
+        if let Some(f) = &fault {
+            out.push(not_run(
+                &p.case,
+                s,
+                format!("not run: the context was lost to a device fault in {f}"),
+            ));
+            continue;
         }
+        let (mut outcome, tensors) = super::run::capturing(|| p.family.run(backend, &p.case, s));
+        if outcome.fault {
+            fault = Some(label.clone());
+        }
+        let dir = match (&selection.dump, &outcome.error) {
+            (Some(d), _) => Some(d.clone()),
+            (None, Some(_)) => Some(selection.failures.clone().unwrap_or_else(failure_dir)),
+            (None, None) => None,
+        };
+        if let Some(dir) = dir {
+            let dir = dir.join(super::run::dir_name(label, s));
+            let error = outcome.error.clone();
+            outcome.dump = Some(
+                match super::run::write_dump(&dir, label, s, error.as_deref(), &tensors) {
+                    Ok(()) => dir.display().to_string(),
+                    Err(e) => format!("(dump failed: {e})"),
+                },
+            );
+        }
+        out.push(outcome);
     }
     out
+}
+
+/// One case a run will make: its family, the case, its label and the seed its inputs come
+/// from ([`case_seed`]).
+struct Planned {
+    family: &'static dyn super::Family,
+    case: Case,
+    label: String,
+    seed: u64,
+}
+
+/// Every case of `families` at `scale` on `backend` that `keep` picks, in order, seeded
+/// from `seed`.
+fn plan(
+    backend: &Backend,
+    families: &[&'static dyn super::Family],
+    scale: Scale,
+    seed: u64,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<Planned> {
+    families
+        .iter()
+        .flat_map(|&family| {
+            family.cases(backend, scale).into_iter().map(move |case| {
+                let label = case.label();
+                let seed = case_seed(seed, &label);
+                Planned {
+                    family,
+                    case,
+                    label,
+                    seed,
+                }
+            })
+        })
+        .filter(|p| keep(&p.label))
+        .collect()
 }
 
 /// The outcome of a case that was not run, and why.
@@ -182,37 +204,30 @@ pub fn validate_families_recovering(
     seed: u64,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> (Vec<CaseOutcome>, Option<Backend>) {
-    let families: Vec<_> = families
-        .iter()
-        .map(|&f| (f, f.cases(&backend, scale)))
-        .collect();
-    let total = families.iter().map(|(_, c)| c.len()).sum();
-    let mut out: Vec<CaseOutcome> = Vec::with_capacity(total);
+    let planned = plan(&backend, families, scale, seed, |_| true);
+    let mut out: Vec<CaseOutcome> = Vec::with_capacity(planned.len());
     let mut backend = Some(backend);
     let mut lost = String::new();
-    for (family, cases) in &families {
-        for case in cases {
-            let label = case.label();
-            progress(out.len(), total, &label);
-            let s = case_seed(seed, &label);
-            let Some(b) = backend.as_ref() else {
-                out.push(not_run(case, s, lost.clone()));
-                continue;
-            };
-            let outcome = family.run(b, case, s);
-            if outcome.fault {
-                backend = None; // every handle on the faulted context goes with it
-                match reopen() {
-                    Ok(b) => backend = Some(b),
-                    Err(e) => {
-                        lost = format!(
-                        "not run: the device could not be reopened after the fault in {label}: {e}"
+    for (i, p) in planned.iter().enumerate() {
+        progress(i, planned.len(), &p.label);
+        let Some(b) = backend.as_ref() else {
+            out.push(not_run(&p.case, p.seed, lost.clone()));
+            continue;
+        };
+        let outcome = p.family.run(b, &p.case, p.seed);
+        if outcome.fault {
+            backend = None; // every handle on the faulted context goes with it
+            match reopen() {
+                Ok(b) => backend = Some(b),
+                Err(e) => {
+                    lost = format!(
+                        "not run: the device could not be reopened after the fault in {}: {e}",
+                        p.label
                     )
-                    }
                 }
             }
-            out.push(outcome);
         }
+        out.push(outcome);
     }
     (out, backend)
 }
@@ -230,28 +245,21 @@ pub fn check_determinism(
     seed: u64,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<(CaseOutcome, usize)> {
-    let families: Vec<_> = families
-        .iter()
-        .map(|&f| (f, f.cases(backend, scale)))
-        .collect();
-    let total = families.iter().map(|(_, c)| c.len()).sum();
-    let mut out = Vec::with_capacity(total);
-    for (family, cases) in &families {
-        for case in cases {
-            let label = case.label();
-            progress(out.len(), total, &label);
-            let s = case_seed(seed, &label);
-            let (first, a) = crate::digest::recording(|| family.run(backend, case, s));
-            if first.error.is_some() {
-                out.push((first, a.len()));
-                continue;
-            }
-            let (mut second, b) = crate::digest::recording(|| family.run(backend, case, s));
-            if second.error.is_none() {
-                second.error = digest_mismatch(&a, &b);
-            }
-            out.push((second, a.len()));
+    let planned = plan(backend, families, scale, seed, |_| true);
+    let mut out = Vec::with_capacity(planned.len());
+    for (i, p) in planned.iter().enumerate() {
+        progress(i, planned.len(), &p.label);
+        let run = || p.family.run(backend, &p.case, p.seed);
+        let (first, a) = crate::digest::recording(run);
+        if first.error.is_some() {
+            out.push((first, a.len()));
+            continue;
         }
+        let (mut second, b) = crate::digest::recording(run);
+        if second.error.is_none() {
+            second.error = digest_mismatch(&a, &b);
+        }
+        out.push((second, a.len()));
     }
     out
 }
