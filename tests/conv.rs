@@ -187,8 +187,23 @@ fn im2col_geometry_and_tile_choice() {
     }
     let (w, r) = tma::choose(&p, 132).unwrap();
     assert_eq!(r, tma::Reduce::Split(1));
-    // 56² with K = 64: the 64-wide tile (measured fastest there, 243 vs 74 TFLOP/s at 256).
-    assert_eq!(w.name, "wgmma_n64");
+    // 56² with K = 64 at batch 32: 784 tiles of 128 × 64, a 9-k-tile reduction: the 64-wide
+    // tile at two blocks per SM (measured 261 against 228 TFLOP/s at one block, 74 at 256).
+    assert_eq!(w.name, "wgmma_n64x2");
+    let at = |n, hw, c, k, rs, stride| {
+        let p = Problem::new(n, hw, hw, c, k, rs, rs / 2, DType::F16).with_stride(stride);
+        tma::choose(&p, 132).unwrap().0.name
+    };
+    // Few tiles (7² × 512: 104): two blocks would share SMs while others idle (0.65×).
+    assert_ne!(at(32, 7, 512, 512, 3, 1), "wgmma_n64x2");
+    // A strided 1×1 layer (l2.b0.down) and a long wide 1×1 one (l3.b0.conv1): one block.
+    assert_ne!(at(32, 56, 256, 512, 1, 2), "wgmma_n64x2");
+    assert_ne!(at(32, 28, 512, 256, 1, 1), "wgmma_n64x2");
+    // Short 1×1 reductions over many tiles (l1.b0.conv1, l1.b0.conv3): two blocks.
+    assert_eq!(at(32, 56, 64, 64, 1, 1), "wgmma_n64x2");
+    assert_eq!(at(32, 56, 64, 256, 1, 1), "wgmma_n64x2");
+    // Batch 1: never enough tiles.
+    assert_ne!(at(1, 56, 64, 256, 1, 1), "wgmma_n64x2");
 }
 
 #[test]

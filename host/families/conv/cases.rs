@@ -6,6 +6,7 @@ use super::tma::Reduce;
 use rustile_kernels::registry::{DType, KernelInfo, Layout};
 
 use crate::backend::Backend;
+use crate::error::Error;
 use crate::families::{Case, Family, Scale};
 
 use super::*;
@@ -109,7 +110,30 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
         rustile_kernels::registry::Launch::Persistent { tile: (_, bn) } => bn,
         _ => 0,
     };
-    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 {
+    let ctas = record.bounds.map_or(1, |(_, b)| b);
+    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 && ctas > 1 {
+        // Two blocks per SM: stream-K needs every block resident at once (one per SM), so the
+        // launcher refuses it with a typed error.
+        for e in record.symbols {
+            let p = Problem::new(8, 7, 7, 512, 512, 3, 1, e.dtype).with_epilogue(true, true);
+            out.push(Case::new(
+                kernel_label(record),
+                e.dtype,
+                format!("{} stream-K refused", p.label()),
+                move |b: &Backend, seed| match validate_split(b, record, &p, seed, Reduce::StreamK)
+                {
+                    Err(Error::Unsupported { .. }) => Ok(()),
+                    Err(e) => Err(e),
+                    Ok(_) => Err(Error::Mismatch {
+                        kernel: kernel_label(record),
+                        shape: p.label(),
+                        detail: "stream-K at two blocks per SM ran instead of being refused".into(),
+                    }),
+                },
+            ));
+        }
+    }
+    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 && ctas == 1 {
         for e in record.symbols {
             for (n, hw, c, k, rs, bias) in [
                 (2, 9, 24, 40, 3, true),

@@ -3,7 +3,7 @@
 //! the persistent launch.
 
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
-use rustile_kernels::conv::v05_wgmma::{self as v05, BM, GROUP_M, WIDTHS};
+use rustile_kernels::conv::v05_wgmma::{self as v05, BM, GROUP_M, WIDTHS, WIDTHS_X2};
 use rustile_kernels::conv::{combine, pack};
 use rustile_kernels::gpu::sched::{StreamK, TileGrid};
 use rustile_kernels::registry::{DType, KernelInfo, Launch, Layout};
@@ -162,7 +162,8 @@ fn estimate_stream_k(p: &Problem, rec: &KernelInfo, eff: f64, sms: u64) -> Optio
     Some(bn as f64 * (per_sm / eff + 3.0 * stores + 6.0 * readers))
 }
 
-/// The tile width (a record of [`WIDTHS`]) and split-K parts for `p` on `sms` SMs: the pair
+/// The tile width (a record of [`WIDTHS`], or [`WIDTHS_X2`] where [`two_blocks_pay`]) and
+/// split-K parts for `p` on `sms` SMs: the pair
 /// with the least estimated time (wider tiles reuse each A load over more output
 /// channels; splitting fills the SMs when there are few tiles).
 pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
@@ -196,9 +197,29 @@ pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
             }
         }
     }
+    if two_blocks_pay(p, sms) {
+        return Ok((WIDTHS_X2[0], Reduce::Split(1)));
+    }
     Ok(best
         .map(|(_, r, s)| (r, s))
         .unwrap_or((&v05::INFO, Reduce::Split(1))))
+}
+
+/// Whether the 64-wide tile at two blocks per SM (`wgmma_n64x2`) beats every one-block width:
+/// short, stride-1 reductions over many tiles, where a tile's chain of TMA load → few k-tiles
+/// of `wgmma` → epilogue is latency-bound and a second block per SM hides it. Measured on the
+/// H200 (2026-12-02, `bench-results/2026-12-02-h200-conv-x2/`): 1.05–1.5× the best one-block
+/// width on the ResNet-50 layers with at least 5 tiles per SM, stride 1, and K ≤ 128 output
+/// channels or at most 4 k-tiles; slower elsewhere (fewer tiles put two blocks on some SMs
+/// while others idle: the 7² × 512 layers run at 0.65×; the strided 1×1 layers and the longer
+/// wide reductions lose 5–7 % to the 128- and 256-wide tiles).
+pub fn two_blocks_pay(p: &Problem, sms: u64) -> bool {
+    let Ok((m, n, _)) = p.gemm_dims() else {
+        return false;
+    };
+    let kt = p.r * p.s * p.c.div_ceil(v05::BK as usize);
+    let tiles = (m as u64).div_ceil(BM as u64) * (n as u64).div_ceil(64);
+    tiles >= 5 * sms && p.stride == (1, 1) && (p.k <= 128 || kt <= 4)
 }
 
 /// A prepared TMA launch: the tensor maps in device memory, the split-K scratch and the
@@ -262,6 +283,14 @@ impl TmaLaunch {
             r => r,
         };
         let stream_k = reduce == Reduce::StreamK;
+        // Blocks per SM the record's launch bounds and ring are sized for.
+        let ctas = record.bounds.map_or(1, |(_, b)| b.max(1));
+        if stream_k && ctas > 1 {
+            return Err(Error::Unsupported {
+                kernel: kernel_label(record),
+                what: "stream-K needs one block per SM (every block resident at once)".into(),
+            });
+        }
         if stream_k && bn > 128 {
             return Err(Error::Unsupported {
                 kernel: kernel_label(record),
@@ -343,7 +372,7 @@ impl TmaLaunch {
             }
             StreamK::grid(tiles.tiles(), kt, sms)
         } else {
-            tiles.persistent_grid(sms)
+            tiles.persistent_grid(sms.saturating_mul(ctas))
         };
         let maps = upload_maps(gpu, &list)?;
         let scratch = if stream_k {

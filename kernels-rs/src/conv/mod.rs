@@ -42,6 +42,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v05_wgmma::INFO_N64,
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,
+    &v05_wgmma::INFO_N64X2,
     &combine::INFO,
 ];
 

@@ -41,6 +41,10 @@ pub const A_BOX: (u32, u32) = (BK, BM);
 /// Dynamic shared memory a block may use on the H200 (227 KiB).
 pub const SHARED_LIMIT: u32 = 227 * 1024;
 
+/// Dynamic shared memory each of two co-resident blocks may use on the H200 (the SM's 228 KiB
+/// less 1 KiB the driver reserves per block, halved).
+pub const SHARED_LIMIT_X2: u32 = 113 * 1024;
+
 /// Bytes of the output staging tile for tile width `bn`: both consumers' 64 rows × `bn`
 /// columns of 16-bit values, in 128-byte-swizzled boxes of 64 columns (TMA stores).
 pub const fn staging_bytes(bn: u32) -> u32 {
@@ -52,10 +56,11 @@ pub const fn stage_bytes(bn: u32) -> u32 {
     A_STAGE_BYTES + bn * BK * 2
 }
 
-/// Ring depth for tile width `bn`: as many stages as fit beside the staging tile (and 3 KiB
-/// for alignment and barriers), at most 8.
-pub const fn stages(bn: u32) -> u32 {
-    let s = (SHARED_LIMIT - staging_bytes(bn) - 3 * 1024) / stage_bytes(bn);
+/// Ring depth for tile width `bn` with `ctas` blocks per SM (1 or 2): as many stages as fit
+/// beside the staging tile (and 3 KiB for alignment and barriers), at most 8.
+pub const fn stages_for(bn: u32, ctas: u32) -> u32 {
+    let limit = if ctas > 1 { SHARED_LIMIT_X2 } else { SHARED_LIMIT };
+    let s = (limit - staging_bytes(bn) - 3 * 1024) / stage_bytes(bn);
     if s > 8 {
         8
     } else {
@@ -63,20 +68,44 @@ pub const fn stages(bn: u32) -> u32 {
     }
 }
 
-/// Byte offset of the staging tile from the 1024-aligned start of the ring.
-pub const fn staging_offset(bn: u32) -> u32 {
-    (stages(bn) * stage_bytes(bn) + 16 * stages(bn)).next_multiple_of(1024)
+/// Ring depth for tile width `bn`, one block per SM.
+pub const fn stages(bn: u32) -> u32 {
+    stages_for(bn, 1)
 }
 
-/// Dynamic shared bytes for tile width `bn`: up to 1 KiB of alignment, the ring and its
-/// barriers, the staging tile.
-pub const fn shared_bytes(bn: u32) -> usize {
-    (1024 + staging_offset(bn) + staging_bytes(bn)) as usize
+/// Byte offset of the staging tile from the 1024-aligned start of the ring.
+pub const fn staging_offset_for(bn: u32, ctas: u32) -> u32 {
+    let s = stages_for(bn, ctas);
+    (s * stage_bytes(bn) + 16 * s).next_multiple_of(1024)
 }
+
+/// Byte offset of the staging tile, one block per SM.
+pub const fn staging_offset(bn: u32) -> u32 {
+    staging_offset_for(bn, 1)
+}
+
+/// Dynamic shared bytes for tile width `bn` with `ctas` blocks per SM: up to 1 KiB of
+/// alignment, the ring and its barriers, the staging tile.
+pub const fn shared_bytes_for(bn: u32, ctas: u32) -> usize {
+    (1024 + staging_offset_for(bn, ctas) + staging_bytes(bn)) as usize
+}
+
+/// Dynamic shared bytes for tile width `bn`, one block per SM.
+pub const fn shared_bytes(bn: u32) -> usize {
+    shared_bytes_for(bn, 1)
+}
+
+/// Registers per producer thread after `setmaxnreg.dec` with two blocks per SM.
+pub const PRODUCER_REGS_X2: u32 = 24;
+/// Registers per consumer thread after `setmaxnreg.inc` with two blocks per SM: the launch
+/// bound (384 threads, 2 blocks) allocates 80 per thread; the producer's 56 × 128 given back
+/// leave `(384·80 − 128·24) / 256 = 108`, rounded down to a multiple of 8 (ptxas still
+/// compiles the consumers within 80: the increase only avoids a smaller pool).
+pub const CONSUMER_REGS_X2: u32 = 104;
 
 macro_rules! wgmma_record {
-    ($info:ident, $syms:ident, $name:literal, $role:ident, $bn:literal, $w16:ident, $wb16:ident,
-     $f16:ident, $bf16:ident) => {
+    ($info:ident, $syms:ident, $name:literal, $role:ident, $bn:literal, $ctas:literal, $w16:ident,
+     $wb16:ident, $f16:ident, $bf16:ident) => {
         crate::entry_points! {
             pub const $syms;
             sm90a fn device::conv_wgmma(maps: *const u8, y: *mut u16, bias: *const f32, ws: *mut f32, rows: u32, kout: u32, pq: u32, stride: u32, pad: u32, dil: u32, rs: u32, c_chunks: u32, relu: u32, group: u32, splits: u32, tma_store: u32, stream_k: u32);
@@ -90,15 +119,17 @@ macro_rules! wgmma_record {
             name: $name,
             role: crate::registry::Role::$role,
             needs: crate::registry::Needs::HOPPER_TMA,
-            bounds: Some((THREADS, 1)),
+            bounds: Some((THREADS, $ctas)),
             block: (THREADS, 1, 1),
             launch: crate::registry::Launch::Persistent { tile: (BM, $bn) },
-            shared_bytes_f16: shared_bytes($bn),
+            shared_bytes_f16: shared_bytes_for($bn, $ctas),
             symbols: $syms,
             about: concat!(
                 "implicit GEMM: TMA im2col + wgmma, warp-specialized, persistent, 128x",
                 stringify!($bn),
-                " tiles (sm_90a)"
+                " tiles, ",
+                stringify!($ctas),
+                " block(s) per SM (sm_90a)"
             ),
             ..crate::registry::KernelInfo::BASE
         };
@@ -111,6 +142,7 @@ wgmma_record!(
     "wgmma",
     Ladder,
     128,
+    1,
     N128F16,
     N128Bf16,
     conv_wgmma_n128_f16,
@@ -122,6 +154,7 @@ wgmma_record!(
     "wgmma_n64",
     Tuning,
     64,
+    1,
     N64F16,
     N64Bf16,
     conv_wgmma_n64_f16,
@@ -133,11 +166,31 @@ wgmma_record!(
     "wgmma_n256",
     Tuning,
     256,
+    1,
     N256F16,
     N256Bf16,
     conv_wgmma_n256_f16,
     conv_wgmma_n256_bf16
 );
+
+wgmma_record!(
+    INFO_N64X2,
+    SYMBOLS_N64X2,
+    "wgmma_n64x2",
+    Tuning,
+    64,
+    2,
+    N64X2F16,
+    N64X2Bf16,
+    conv_wgmma_n64x2_f16,
+    conv_wgmma_n64x2_bf16
+);
+/// The tile widths at two blocks per SM (more tiles in flight: one block's epilogue and
+/// loads under the other's `wgmma`s). Only the 64-wide one: ptxas compiles the whole kernel
+/// within the launch bound's 80 registers (`setmaxnreg` moves registers at run time, it does
+/// not raise ptxas's budget), and the 128-wide tile's `wgmma` alone needs 64 accumulators
+/// plus its operands (ptxas C7602 at 80).
+pub const WIDTHS_X2: [&crate::registry::KernelInfo; 1] = [&INFO_N64X2];
 
 /// The three tile widths, narrowest first.
 pub const WIDTHS: [&crate::registry::KernelInfo; 3] = [&INFO_N64, &INFO, &INFO_N256];
@@ -155,6 +208,8 @@ mod device {
     pub trait Width {
         /// Output channels per tile.
         const BN: u32;
+        /// Blocks per SM the launch bounds and the ring are sized for (1 or 2).
+        const CTAS: u32;
         /// One consumer thread's accumulators (`BN / 2` floats).
         type Acc: Copy;
         /// Zeros.
@@ -181,10 +236,11 @@ mod device {
     }
 
     macro_rules! width {
-        ($t:ident, $bn:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt, $n32:tt) => {
+        ($t:ident, $bn:literal, $ctas:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt, $n32:tt) => {
             pub struct $t;
             impl Width for $t {
                 const BN: u32 = $bn;
+                const CTAS: u32 = $ctas;
                 type Acc = [f32; $regs];
                 const ZERO: [f32; $regs] = [0f32; $regs];
                 #[inline(always)]
@@ -275,20 +331,14 @@ mod device {
             }
         };
     }
-    width!(N64F16, 64, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
-    width!(N64Bf16, 64, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
-    width!(N128F16, 128, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
-    width!(N128Bf16, 128, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
-    width!(N256F16, 256, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32, 8);
-    width!(
-        N256Bf16,
-        256,
-        128,
-        wgmma_m64n256k16_bf16,
-        wgmma_wait_128,
-        32,
-        8
-    );
+    width!(N64F16, 64, 1, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
+    width!(N64Bf16, 64, 1, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
+    width!(N128F16, 128, 1, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
+    width!(N128Bf16, 128, 1, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
+    width!(N256F16, 256, 1, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32, 8);
+    width!(N256Bf16, 256, 1, 128, wgmma_m64n256k16_bf16, wgmma_wait_128, 32, 8);
+    width!(N64X2F16, 64, 2, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
+    width!(N64X2Bf16, 64, 2, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
 
     /// The producer's position: grid tile row `tv`, the k-tile `kt` it loads next (from the
     /// tile's first), that k-tile's channel chunk, tap `(r, s)`, and the tile's first output
@@ -377,7 +427,7 @@ mod device {
     }
 
     impl<T: Width, O: TcOut<Store = u16>> WsKernel for WsConv<T, O> {
-        const STAGES: u32 = stages(T::BN);
+        const STAGES: u32 = stages_for(T::BN, T::CTAS);
         const STAGE_BYTES: u32 = stage_bytes(T::BN);
         const CONSUMERS: u32 = 2;
         type Acc = T::Acc;
@@ -630,7 +680,8 @@ mod device {
             bias,
             map_y: if tma_store != 0 && splits == 1 { maps.add(256) } else { core::ptr::null() },
             relu,
-            staging: ((gpu::dynamic_shared_base() + 1023) & !1023) + staging_offset(T::BN),
+            staging: ((gpu::dynamic_shared_base() + 1023) & !1023)
+                + staging_offset_for(T::BN, T::CTAS),
             epi: Epilogue {
                 c: y,
                 ldc: kout,
@@ -667,7 +718,11 @@ mod device {
         let grid = TileGrid::new(rows.div_ceil(BM) * splits * BM, kout, BM, T::BN, group);
         // Stream-K for the 64- and 128-wide tiles (the 256-wide one's 128 accumulators leave
         // no registers for the fix-up).
-        if T::BN <= 128 && stream_k != 0 {
+        // Two blocks per SM: the smaller register split, whole tiles only (stream-K needs every
+        // block resident at once, which the host only promises for one block per SM).
+        if T::CTAS > 1 {
+            ws::run::<_, PRODUCER_REGS_X2, CONSUMER_REGS_X2>(&conv, grid, r * s * c_chunks);
+        } else if T::BN <= 128 && stream_k != 0 {
             ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
         } else {
             ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
