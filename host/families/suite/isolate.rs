@@ -11,9 +11,9 @@
 //! case, the parent records that case as a fault, naming how the child ended. Either way the
 //! parent starts a new child at the next case, until every case has an outcome.
 //!
-//! Fault injection, for tests: with `RUSTILE_INJECT_FAULT=<label>` ([`INJECT_ENV`]) the
-//! child runs [`crate::fault::provoke`] (a trap) on the GPU instead of the case of that
-//! exact label; in the simulator, which has no device faults, it aborts the child process
+//! Fault injection, for tests: with `RUSTILE_INJECT_FAULT=<label>` ([`INJECT_ENV`]; or
+//! `#<index>`, the case's index in the plan) the child runs [`crate::fault::provoke`] (a
+//! trap) on the GPU instead of the case of that exact label; in the simulator, which has no device faults, it aborts the child process
 //! at that case instead (the parent sees a child die mid-case).
 
 use std::io::{BufRead, BufReader, Write};
@@ -128,7 +128,10 @@ pub fn child(
                 seed: p.seed,
             },
         )?;
-        let outcome = if inject.as_deref() == Some(p.label.as_str()) {
+        let outcome = if inject
+            .as_deref()
+            .is_some_and(|v| injects(v, index, &p.label))
+        {
             injected(backend, p)
         } else {
             run_planned(backend, p, selection)
@@ -147,6 +150,12 @@ pub fn child(
         }
     }
     Ok(())
+}
+
+/// Whether [`INJECT_ENV`]'s value `v` names case `index` labelled `label`: its exact label,
+/// or `#INDEX`.
+fn injects(v: &str, index: usize, label: &str) -> bool {
+    v == label || v.strip_prefix('#').and_then(|i| i.parse().ok()) == Some(index)
 }
 
 /// The injected fault in place of case `p`: a trap on the GPU; in the simulator the process
@@ -258,7 +267,8 @@ pub fn run(
         });
         drop(tx);
         let stderr = child.stderr.take().expect("piped stderr");
-        let errors = std::thread::spawn(move || {
+        let (tail_tx, tail_rx) = mpsc::channel();
+        std::thread::spawn(move || {
             // Passed on as it comes; the last lines kept for the report.
             let mut tail = std::collections::VecDeque::new();
             for line in BufReader::new(stderr).lines() {
@@ -269,7 +279,7 @@ pub fn run(
                 }
                 tail.push_back(line);
             }
-            Vec::from(tail).join(" | ")
+            let _ = tail_tx.send(Vec::from(tail).join(" | "));
         });
         let mut running: Option<Running> = None;
         let mut started = false;
@@ -314,8 +324,13 @@ pub fn run(
             path: format!("waiting for the isolated child `{program}`"),
             source,
         })?;
-        let _ = reader.join();
-        let tail = errors.join().unwrap_or_default();
+        // The readers end at EOF, when the child is gone; a grandchild that kept its pipes
+        // open would hold them, so the stderr tail is waited for a few seconds at most and
+        // the stdout reader is left to finish on its own.
+        drop(reader);
+        let tail = tail_rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
         let how = ended.unwrap_or_else(|| exit_text(status));
         if let Some(r) = running.take() {
             report.outcomes.push(CaseOutcome {
