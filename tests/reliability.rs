@@ -479,6 +479,21 @@ plan 3; start 1; pass 1
     assert!(why.contains("unreadable"), "{why}");
 }
 
+/// The `rustile` executable the isolated children run: `RUSTILE_BIN` (the staged
+/// `.gpu/bin/rustile` on a GPU machine without cargo: `run.sh tests` sets it), else the one
+/// cargo built with this test.
+fn rustile_exe() -> std::path::PathBuf {
+    let exe = std::env::var_os("RUSTILE_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rustile").into());
+    assert!(
+        exe.is_file(),
+        "no rustile executable at {}: set RUSTILE_BIN",
+        exe.display()
+    );
+    exe
+}
+
 fn sim_copy_labels() -> Vec<String> {
     let sim = Backend::Simulator(Simulator::default());
     families::find("copy")
@@ -504,7 +519,7 @@ fn an_isolated_sweep_in_the_simulator_survives_a_child_that_aborts() {
         seed: seed(),
         ..ChildArgs::default()
     };
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rustile"));
+    let exe = &rustile_exe();
     let r = isolate::run(
         |from| {
             let mut c = args.command(exe, from);
@@ -538,8 +553,8 @@ fn an_isolated_sweep_in_the_simulator_survives_a_child_that_aborts() {
 #[test]
 fn validate_isolate_on_the_command_line() {
     let labels = sim_copy_labels();
-    let exe = env!("CARGO_BIN_EXE_rustile");
-    let out = Command::new(exe)
+    let exe = rustile_exe();
+    let out = Command::new(&exe)
         .args("validate copy --sim --quick --isolate --seed 9".split(' '))
         .env(isolate::INJECT_ENV, "#3")
         .output()
@@ -562,7 +577,7 @@ fn validate_isolate_on_the_command_line() {
         "{stdout}"
     );
     // Without a fault: exit 0. --case-timeout needs --isolate; --isolate-child needs --seed.
-    let ok = Command::new(exe)
+    let ok = Command::new(&exe)
         .args("validate copy --sim --quick --isolate --case-timeout 60".split(' '))
         .output()
         .unwrap();
@@ -571,12 +586,12 @@ fn validate_isolate_on_the_command_line() {
         "{}",
         String::from_utf8_lossy(&ok.stdout)
     );
-    let bad = Command::new(exe)
+    let bad = Command::new(&exe)
         .args("validate --sim --case-timeout 5".split(' '))
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    let bad = Command::new(exe)
+    let bad = Command::new(&exe)
         .args("validate copy --sim --isolate-child 0".split(' '))
         .output()
         .unwrap();
@@ -599,7 +614,7 @@ fn an_isolated_sweep_survives_an_injected_trap_and_this_process_then_validates()
         seed: seed(),
         ..ChildArgs::default()
     };
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rustile"));
+    let exe = &rustile_exe();
     let k = 5;
     let r = isolate::run(
         |from| {
