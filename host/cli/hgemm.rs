@@ -29,6 +29,16 @@ pub struct ValidateArgs {
     /// Only the small shapes (skip 4093³ … 16384²×1024)
     #[arg(long)]
     pub quick: bool,
+    /// Instead of the validation cases: this one problem (N or MxNxK), f16 and bf16, B
+    /// row-major and transposed, f16/bf16 and f32 out, every variant the device runs (the
+    /// sanitizer sweep's racecheck job for wgmma_ws's persistent multi-tile walk)
+    #[arg(long, value_name = "MxNxK", value_parser = size, conflicts_with = "quick")]
+    pub shape: Option<(usize, usize, usize)>,
+    /// With --shape: only this kernel [default: every variant the device runs and auto]
+    #[arg(long, requires = "shape",
+          value_parser = PossibleValuesParser::new(["mma", "mma_pipeline", "wgmma_ws"])
+          .map(|s| Variant::parse(&s).expect("a possible value")))]
+    pub variant: Option<Variant>,
     #[command(flatten)]
     pub seed: Seed,
 }
@@ -320,6 +330,9 @@ mod tests {
             "hgemm analyze --variant wgmma_ws",
             "hgemm analyze 12x",
             "hgemm validate --slow",
+            "hgemm validate --quick --shape 64",
+            "hgemm validate --variant mma",
+            "hgemm validate --shape 64 --variant fast",
             "hgemm peak --types f32",
         ] {
             let e = parse(bad).unwrap_err();

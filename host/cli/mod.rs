@@ -24,6 +24,7 @@ use crate::families::{self, Family};
 pub mod bench;
 pub mod fuzz;
 pub mod hgemm;
+pub mod isolated;
 pub mod npyrun;
 pub mod orch;
 pub mod suite;

@@ -12,7 +12,7 @@ use crate::gemm::GemmProblem;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::ptx::Flavour;
 use crate::sim::Simulator;
-use crate::suite::{self, Scale};
+use crate::suite::{self, isolate, Scale};
 use crate::{ptxas, Backend, DType, Error, Family, Gpu, KernelInfo, Problem, Result};
 use rustile_kernels::registry::KERNELS;
 
@@ -71,6 +71,20 @@ pub struct ValidateArgs {
     /// Where failing cases are dumped [default: $TMPDIR/rustile-failures]
     #[arg(long, value_name = "DIR")]
     pub failures: Option<std::path::PathBuf>,
+    /// Only the quick shapes (those of the main job and the GPU tests), not the large ones
+    #[arg(long)]
+    pub quick: bool,
+    /// Run the cases in child processes: a case that faults the device (or kills or hangs its
+    /// process) is reported as FAULT and a fresh process goes on with the next case
+    #[arg(long)]
+    pub isolate: bool,
+    /// With --isolate: a case that gives no result in SECS is killed and reported as FAULT
+    #[arg(long, value_name = "SECS", requires = "isolate", value_parser = super::positive)]
+    pub case_timeout: Option<usize>,
+    /// (internal) the child of an isolated sweep: run the cases from index FROM and report
+    /// them as JSON lines on stdout
+    #[arg(long, value_name = "FROM", hide = true, conflicts_with = "isolate")]
+    pub isolate_child: Option<usize>,
     #[command(flatten)]
     pub seed: Seed,
 }
@@ -249,23 +263,38 @@ fn gpu_job(backend: &Backend, gpu: &Gpu, seed: u64) -> Result<()> {
 
 /// `rustile validate`: on the GPU (the simulator where there is none, or with `--sim`).
 pub fn validate(args: &ValidateArgs) -> Result<()> {
-    let backend = if args.sim {
-        Backend::Simulator(Simulator::default())
+    let scale = if args.quick {
+        Scale::Quick
     } else {
-        Backend::gpu_or_simulator()?.0
+        Scale::Full
     };
     let selection = suite::Selection {
         case: args.case.clone(),
         dump: args.dump.clone(),
         failures: args.failures.clone(),
     };
-    validate_on_with(
-        &backend,
-        args.family,
-        Scale::Full,
-        args.seed.get(),
-        &selection,
-    )
+    if args.isolate {
+        // The parent never opens the GPU: its children do.
+        return super::isolated::validate(args);
+    }
+    let backend = if args.sim {
+        Backend::Simulator(Simulator::default())
+    } else {
+        Backend::gpu_or_simulator()?.0
+    };
+    if let Some(from) = args.isolate_child {
+        let families = args
+            .family
+            .map_or_else(families::all, |FamilyArg(f)| vec![f]);
+        // The parent gave the run's seed; a child without one would plan other inputs.
+        let seed = args
+            .seed
+            .seed
+            .ok_or_else(|| Error::Usage("--isolate-child needs the run's --seed".to_string()))?;
+        let mut out = std::io::stdout().lock();
+        return isolate::child(&backend, &families, scale, seed, &selection, from, &mut out);
+    }
+    validate_on_with(&backend, args.family, scale, args.seed.get(), &selection)
 }
 
 /// The simulator (`sim`), else the GPU if there is one, else the simulator, saying on stderr
@@ -317,55 +346,15 @@ pub fn validate_on_with(
     let start = Instant::now();
     let families = family.map_or_else(families::all, |FamilyArg(f)| vec![f]);
     let outcomes = suite::validate_with(backend, &families, scale, seed, selection, progress);
-    if outcomes.is_empty() && selection.case.is_some() {
-        return Err(Error::Usage(format!(
-            "no case label contains `{}` on {}",
-            selection.case.as_deref().unwrap_or_default(),
-            backend.name()
-        )));
-    }
-    let failed: Vec<_> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    println!(
-        "validated {} kernel × dtype × shape cases on {} in {:.1} s (seed {seed}): {} passed, {} failed",
-        outcomes.len(),
-        backend.name(),
-        start.elapsed().as_secs_f64(),
-        outcomes.len() - failed.len(),
-        failed.len()
-    );
-    for o in &failed {
-        println!(
-            "  FAILED {} {} {}: {}",
-            o.kernel,
-            o.dtype,
-            o.shape,
-            o.error.as_deref().unwrap_or("")
-        );
-        let family = o.kernel.split('/').next().unwrap_or_default();
-        println!(
-            "    replay: rustile validate {family}{} --case '{}' --seed {seed}",
-            if matches!(backend, Backend::Simulator(_)) {
-                " --sim"
-            } else {
-                ""
-            },
-            o.label()
-        );
-        if let Some(dir) = &o.dump {
-            println!("    inputs, output and reference: {dir}");
-        }
-    }
-    if let Some(dir) = &selection.dump {
-        println!("every case dumped under {}", dir.display());
-    }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
-            "{} validation cases failed",
-            failed.len()
-        )))
-    }
+    super::isolated::print_outcomes(
+        &outcomes,
+        &backend.name(),
+        matches!(backend, Backend::Simulator(_)),
+        seed,
+        start,
+        selection.case.as_deref(),
+        selection.dump.as_deref(),
+    )
 }
 
 /// `rustile analyze`: one simulated, validated run with the memory-access analysis.

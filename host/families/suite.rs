@@ -11,6 +11,8 @@ use crate::families::memory::validation_problems;
 
 pub use super::{Case, Outcome as CaseOutcome, Scale};
 
+pub mod isolate;
+
 /// Every family's validation cases at `scale` on `backend`, in [`super::all`]'s order.
 pub fn cases(backend: &Backend, scale: Scale) -> Vec<Case> {
     super::all()
@@ -117,28 +119,36 @@ pub fn validate_with(
             ));
             continue;
         }
-        let (mut outcome, tensors) = super::run::capturing(|| p.family.run(backend, &p.case, s));
+        let outcome = run_planned(backend, p, selection);
         if outcome.fault {
             fault = Some(label.clone());
-        }
-        let dir = match (&selection.dump, &outcome.error) {
-            (Some(d), _) => Some(d.clone()),
-            (None, Some(_)) => Some(selection.failures.clone().unwrap_or_else(failure_dir)),
-            (None, None) => None,
-        };
-        if let Some(dir) = dir {
-            let dir = dir.join(super::run::dir_name(label, s));
-            let error = outcome.error.clone();
-            outcome.dump = Some(
-                match super::run::write_dump(&dir, label, s, error.as_deref(), &tensors) {
-                    Ok(()) => dir.display().to_string(),
-                    Err(e) => format!("(dump failed: {e})"),
-                },
-            );
         }
         out.push(outcome);
     }
     out
+}
+
+/// Runs one planned case on `backend`, dumping its tensors where `selection` says (always
+/// with [`Selection::dump`], else when it fails).
+fn run_planned(backend: &Backend, p: &Planned, selection: &Selection) -> CaseOutcome {
+    let (label, s) = (&p.label, p.seed);
+    let (mut outcome, tensors) = super::run::capturing(|| p.family.run(backend, &p.case, s));
+    let dir = match (&selection.dump, &outcome.error) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(_)) => Some(selection.failures.clone().unwrap_or_else(failure_dir)),
+        (None, None) => None,
+    };
+    if let Some(dir) = dir {
+        let dir = dir.join(super::run::dir_name(label, s));
+        let error = outcome.error.clone();
+        outcome.dump = Some(
+            match super::run::write_dump(&dir, label, s, error.as_deref(), &tensors) {
+                Ok(()) => dir.display().to_string(),
+                Err(e) => format!("(dump failed: {e})"),
+            },
+        );
+    }
+    outcome
 }
 
 /// One case a run will make: its family, the case, its label and the seed its inputs come

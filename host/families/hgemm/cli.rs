@@ -5,16 +5,58 @@
 use crate::cli::hgemm::{AnalyzeArgs, BenchArgs, HgemmCommand, PeakArgs};
 use crate::error::Result;
 use crate::families::hgemm::peak::{self as hgemm_peak, Pipe};
-use crate::families::hgemm::{self, gpu_runs, Options, Problem, Variant};
+use crate::families::hgemm::{self, gpu_runs, BLayout, Options, Problem, Variant};
 use crate::gpu::Gpu;
 use crate::harness::{L2Mode, TimingConfig};
 use crate::ptx::Flavour;
 use crate::results::{Progress, ResultFile, RunMeta, TimingMeta};
+use crate::DType;
 
 /// Validates every variant the device runs on every case, then the selected variant.
 pub fn validate(gpu: &Gpu, quick: bool, seed: u64) -> Result<usize> {
+    validate_runs(gpu, gpu_runs(gpu, quick), seed)
+}
+
+/// Validates `only` (default: the selected variant and every variant the device runs) on
+/// one problem of `(m, n, k)`: f16 and bf16 in, B row-major and transposed, the input type
+/// and f32 out.
+pub fn validate_shape(
+    gpu: &Gpu,
+    (m, n, k): (usize, usize, usize),
+    only: Option<Variant>,
+    seed: u64,
+) -> Result<usize> {
+    let mut runs = Vec::new();
+    for ty in [DType::F16, DType::Bf16] {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            for out in [ty, DType::F32] {
+                let mut p = Problem::new(ty, m, n, k).with_b(b);
+                p.out = out;
+                let i = runs.len();
+                match only {
+                    Some(v) => runs.push((i, p, false, Some(v))),
+                    None => {
+                        runs.push((i, p, false, None));
+                        for v in hgemm::variants_for(gpu) {
+                            runs.push((i, p, false, Some(v)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    validate_runs(gpu, runs, seed)
+}
+
+/// Validates `runs` ([`gpu_runs`]' form), printing each; the count that ran (refusals of
+/// aligned-only kernels on unaligned problems are checked, not counted).
+fn validate_runs(
+    gpu: &Gpu,
+    runs: Vec<(usize, Problem, bool, Option<Variant>)>,
+    seed: u64,
+) -> Result<usize> {
     let mut n = 0;
-    for (i, p, bias, v) in gpu_runs(gpu, quick) {
+    for (i, p, bias, v) in runs {
         let Some(r) = hgemm::validate_run(gpu, v, &p, bias, seed + i as u64)? else {
             continue;
         };
@@ -76,7 +118,10 @@ pub fn main(cmd: &HgemmCommand) -> Result<()> {
         HgemmCommand::Analyze(a) => analyze(a),
         HgemmCommand::Validate(a) => {
             let gpu = Gpu::new(0)?;
-            let n = validate(&gpu, a.quick, a.seed.get())?;
+            let n = match a.shape {
+                Some(shape) => validate_shape(&gpu, shape, a.variant, a.seed.get())?,
+                None => validate(&gpu, a.quick, a.seed.get())?,
+            };
             println!("hgemm: {n} cases pass against float64");
             Ok(())
         }
