@@ -174,6 +174,9 @@ pub enum Command {
     PtxReport,
     /// One self-contained HTML report (inline SVG) from result directories (no GPU)
     Report(crate::report::ReportArgs),
+    /// Occupancy against throughput: a copy and an SGEMM at several block sizes, shared-memory
+    /// paddings and register caps (driver occupancy, time, validated output)
+    Occupancy(crate::occupancy::OccupancyArgs),
     /// Host orchestration studies.
     #[command(flatten)]
     Orch(orch::OrchCommand),

@@ -2,13 +2,15 @@
 //! no network) from the result files the bench commands wrote: per family the ladder against
 //! the vendor line and a roofline, strided GB/s vs stride, the transfer curves and stream
 //! timeline, the simulator's per-line sectors and bank conflicts for the headline kernels (run
-//! here, on the CPU), and a theoretical-occupancy table from the ptxas resource report.
+//! here, on the CPU), a theoretical-occupancy table from the ptxas resource report, and the
+//! occupancy experiment's throughput-vs-occupancy charts (`occupancy.json`).
 //!
 //! What is missing is said on the page; a file that does not parse is listed and skipped.
 
 mod bench;
 pub mod chart;
 pub mod load;
+pub mod occ_study;
 pub mod occupancy;
 mod sections;
 
@@ -221,12 +223,14 @@ fn occupancy_section(inp: &Inputs) -> Section {
         html += &rows;
         html += "</table>\n";
     }
-    Section {
+    let mut sec = Section {
         id: "occupancy".into(),
         title: "Occupancy".into(),
         html,
         charts: Vec::new(),
-    }
+    };
+    occ_study::render(&mut sec, &inp.occupancy);
+    sec
 }
 
 fn inputs_section(inp: &Inputs) -> Section {
