@@ -134,16 +134,32 @@ pub fn spills_in_log(log: &str) -> Option<u32> {
     total
 }
 
-/// Padding (bytes, a multiple of 128) that leaves room for at most `target` blocks of
-/// `own` dynamic + `static_shared` static shared bytes per SM: `None` when even one block would
-/// exceed the per-block opt-in limit, or when no padding is needed (0 is returned then).
+/// Padding (bytes, a multiple of 128) that leaves room for at most `target` blocks of `own`
+/// dynamic + `static_shared` static shared bytes in `per_sm` bytes of shared memory per SM (1
+/// KiB reserved per block): `None` when one such block would exceed `optin` bytes per block.
+pub fn padding(
+    per_sm: usize,
+    optin: usize,
+    target: u32,
+    own: usize,
+    static_shared: u32,
+) -> Option<usize> {
+    let per_block = per_sm / target.max(1) as usize;
+    let used = own + static_shared as usize + 1024;
+    let pad = per_block.checked_sub(used)? / 128 * 128;
+    (own + pad + static_shared as usize <= optin).then_some(pad)
+}
+
+/// [`padding`] with `gpu`'s shared memory per SM and per-block opt-in limit.
 pub fn padding_for(gpu: &Gpu, target: u32, own: usize, static_shared: u32) -> Option<usize> {
     let info = gpu.info();
-    let reserved = 1024usize;
-    let per_block = info.shared_per_sm / target.max(1) as usize;
-    let used = own + static_shared as usize + reserved;
-    let pad = per_block.checked_sub(used)? / 128 * 128;
-    (own + pad + static_shared as usize <= info.shared_per_block_optin).then_some(pad)
+    padding(
+        info.shared_per_sm,
+        info.shared_per_block_optin,
+        target,
+        own,
+        static_shared,
+    )
 }
 
 struct Point<'a> {
@@ -517,6 +533,31 @@ pub fn markdown(rows: &[OccRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn padding_leaves_room_for_the_target_blocks() {
+        use crate::report::occupancy::{limits, occupancy};
+        let h100 = limits("sm_90").unwrap();
+        let (per_sm, optin) = (h100.shared as usize, 227 * 1024);
+        for (own, stat) in [(0usize, 0u32), (12 * 1024, 0), (0, 4096), (8000, 100)] {
+            for target in [1u32, 2, 3, 4, 8, 16] {
+                let pad = padding(per_sm, optin, target, own, stat).unwrap();
+                assert_eq!(pad % 128, 0);
+                let o = occupancy(&h100, 256, 8, (own + pad) as u32 + stat).unwrap();
+                assert_eq!(
+                    o.blocks,
+                    target.min(8),
+                    "own {own} static {stat} target {target}"
+                );
+            }
+        }
+        // One block of 200 KiB own shared memory: room for one, not for two.
+        assert!(padding(per_sm, optin, 2, 200 * 1024, 0).is_none());
+        assert_eq!(
+            padding(per_sm, optin, 1, 200 * 1024, 0),
+            Some(27 * 1024)
+        );
+    }
 
     #[test]
     fn spills_are_read_from_the_jit_log() {

@@ -166,7 +166,7 @@ pub fn md_table(md: &str) -> String {
 
 fn occupancy_section(inp: &Inputs) -> Section {
     let mut html = String::from(
-        "<p>Theoretical occupancy (resident warps / maximum) from ptxas registers, the registry's block size and shared memory (dynamic + static), per architecture: sm_80 64 warps, 32 blocks, 164 KiB; sm_86 48, 16, 100 KiB; sm_89 48, 24, 100 KiB; sm_90 64, 32, 228 KiB; 65536 registers (256 per warp granule), 1 KiB shared memory reserved per block. sm_86/sm_89 run the sm_80 cubin; sm_90a-only kernels use their sm_90a build. The limiter is in brackets.</p>\n",
+        "<p>Theoretical occupancy (resident warps / maximum) from ptxas registers, the registry's block size and shared memory (dynamic + static), per architecture: sm_80 64 warps, 32 blocks, 164 KiB; sm_86 48, 16, 100 KiB; sm_89 48, 24, 100 KiB; sm_90 64, 32, 228 KiB; 65536 registers (256 per warp granule, from four 16384-register sub-partitions), 1 KiB shared memory reserved per block. sm_86/sm_89 run the sm_80 cubin; sm_90a-only kernels use their sm_90a build. The limiter is in brackets.</p>\n",
     );
     if inp.ptx.is_empty() {
         html += "<p class=\"missing\">No ptxas resource report: put the output of <code>rustile ptx-report</code> in the results directory as <code>ptx-report.md</code>, or pass <code>--ptxas</code>.</p>\n";
