@@ -553,10 +553,7 @@ mod tests {
         }
         // One block of 200 KiB own shared memory: room for one, not for two.
         assert!(padding(per_sm, optin, 2, 200 * 1024, 0).is_none());
-        assert_eq!(
-            padding(per_sm, optin, 1, 200 * 1024, 0),
-            Some(27 * 1024)
-        );
+        assert_eq!(padding(per_sm, optin, 1, 200 * 1024, 0), Some(27 * 1024));
     }
 
     #[test]
