@@ -144,6 +144,7 @@ pub mod gpu;
 pub mod harness;
 pub mod launch;
 pub mod npy;
+pub mod occupancy;
 pub mod orch;
 pub mod ptx;
 pub mod ptxas;

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Some(Command::Hgemm(h)) => rustile::hgemm::cli::main(h),
         Some(Command::PtxReport) => cli::suite::ptx_report(true),
         Some(Command::Report(a)) => rustile::report::run(a),
+        Some(Command::Occupancy(a)) => rustile::occupancy::run(a),
         Some(Command::Orch(o)) => rustile::orch::cli::run(o),
         Some(Command::Family(f)) => f.run(),
     };

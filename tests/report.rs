@@ -462,3 +462,161 @@ fn cargo_bench_summaries_get_a_section_with_one_chart_per_group() {
     // The suspect conv baseline is flagged on the page.
     assert!(sec.html.contains("baseline is suspect"));
 }
+
+/// A point of the occupancy experiment as `rustile occupancy` records it.
+fn occ_row(
+    experiment: &str,
+    kernel: &str,
+    threads: u32,
+    cap: Option<u32>,
+    pad: usize,
+    blocks: u32,
+    ms: f64,
+) -> rustile::occupancy::study::OccRow {
+    let warps = blocks * threads.div_ceil(32);
+    rustile::occupancy::study::OccRow {
+        experiment: experiment.into(),
+        kernel: kernel.into(),
+        symbol: format!("{}_f32", kernel.replace('/', "_")),
+        shape: "n=33554432".into(),
+        reg_cap: cap,
+        registers: cap.unwrap_or(126).min(126),
+        local_bytes: if cap == Some(32) { 184 } else { 0 },
+        spill_bytes: Some(0),
+        threads,
+        dynamic_shared: pad,
+        padding: pad,
+        blocks_per_sm: blocks,
+        warps_per_sm: warps,
+        occupancy: warps as f64 / 64.0,
+        throughput: 268.4 / ms,
+        unit: if experiment == "memory" {
+            "GB/s"
+        } else {
+            "GFLOP/s"
+        }
+        .into(),
+        time: rustile::results::Stats::from_samples(vec![ms, ms * 1.01, ms * 0.99]),
+        validated: "bitwise = src".into(),
+    }
+}
+
+#[test]
+fn occupancy_experiment_fixture() {
+    use rustile::occupancy::study;
+    use rustile::results::{meta, ResultFile};
+    let dir = std::env::temp_dir().join(format!("rustile-report-occ-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut rows = Vec::new();
+    for (threads, top) in [(32u32, 32u32), (256, 8), (1024, 2)] {
+        let mut b = 1;
+        while b <= top {
+            rows.push(occ_row(
+                "memory",
+                "copy/scalar",
+                threads,
+                None,
+                if b == top { 0 } else { 4096 },
+                b,
+                0.5 / b as f64,
+            ));
+            b *= 2;
+        }
+    }
+    for (cap, blocks, ms) in [(None, 4, 7.0), (Some(64), 8, 6.5), (Some(32), 16, 21.0)] {
+        rows.push(occ_row(
+            "compute",
+            "gemm/tile_128x64",
+            128,
+            cap,
+            0,
+            blocks,
+            ms,
+        ));
+    }
+    rows.push(occ_row(
+        "compute",
+        "gemm/tile_128x64",
+        128,
+        None,
+        70000,
+        2,
+        9.0,
+    ));
+    rows.push(occ_row(
+        "compute",
+        "gemm/tile_128x64",
+        128,
+        Some(64),
+        50000,
+        4,
+        7.5,
+    ));
+    let m = meta::RunMeta::new(
+        "occupancy",
+        None,
+        Some(1),
+        meta::TimingMeta::events(3, 20, "none"),
+    );
+    let f = ResultFile::new(m, &rows).unwrap();
+    f.write(&dir, "occupancy", &study::markdown(&rows)).unwrap();
+    assert!(std::fs::read_to_string(dir.join("occupancy.csv"))
+        .unwrap()
+        .contains("blocks_per_sm"));
+    let r = build(&Options {
+        dirs: vec![dir.clone()],
+        simulate: false,
+        ptxas: false,
+    })
+    .unwrap();
+    let occ = r.sections.iter().find(|s| s.id == "occupancy").unwrap();
+    let names: Vec<&str> = occ.charts.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["occupancy-memory", "occupancy-compute"]);
+    for (name, svg, overlaps) in &occ.charts {
+        assert_eq!(*overlaps, 0, "{name}: overlapping labels");
+        well_formed(svg).unwrap();
+    }
+    // One memory series per block size, the compute sweeps apart; every row in the table.
+    for legend in [
+        "copy/scalar 32 threads",
+        "copy/scalar 1024 threads",
+        "gemm/tile_128x64 register caps",
+        "gemm/tile_128x64 smem padding",
+        "gemm/tile_128x64 max 64 regs + padding",
+    ] {
+        assert!(occ.html.contains(legend), "no {legend}");
+    }
+    assert_eq!(occ.html.matches("<tr><td>memory</td>").count(), 6 + 4 + 2);
+    assert_eq!(occ.html.matches("<tr><td>compute</td>").count(), 5);
+    assert!(
+        occ.html.contains("<td>32</td><td>32</td><td>50 %</td>"),
+        "{}",
+        occ.html
+    );
+    assert!(
+        r.inputs
+            .read
+            .iter()
+            .any(|(p, w)| p.ends_with("occupancy.json") && w == "17 rows"),
+        "{:?}",
+        r.inputs.read
+    );
+    // A file without its numbers is skipped, named, not fatal.
+    std::fs::write(dir.join("occupancy.json"), r#"{"rows": [{"threads": 1}]}"#).unwrap();
+    let r = build(&Options {
+        dirs: vec![dir.clone()],
+        simulate: false,
+        ptxas: false,
+    })
+    .unwrap();
+    assert!(
+        r.inputs
+            .skipped
+            .iter()
+            .any(|(p, why)| p.ends_with("occupancy.json") && why.contains("registers")),
+        "{:?}",
+        r.inputs.skipped
+    );
+    assert!(r.html.contains("No occupancy experiment"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -175,6 +175,13 @@ pub enum Command {
     PtxReport,
     /// One self-contained HTML report (inline SVG) from result directories (no GPU)
     Report(crate::report::ReportArgs),
+    /// Occupancy vs throughput: a copy and an SGEMM over block sizes, smem padding, register caps
+    ///
+    /// Each point: the driver's occupancy for the function as loaded (register caps through
+    /// `CU_JIT_MAX_REGISTERS` on the same PTX), registers, spills, median time, validated
+    /// output. Writes occupancy.json, .csv, .md (`rustile report` charts them). See
+    /// notes/occupancy.md.
+    Occupancy(crate::occupancy::OccupancyArgs),
     /// Host orchestration studies.
     #[command(flatten)]
     Orch(orch::OrchCommand),

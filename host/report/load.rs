@@ -135,6 +135,8 @@ pub struct Inputs {
     pub ptx: Vec<KernelResources>,
     /// `cargo bench` summaries (`criterion-<bench>.json`).
     pub bench: Vec<super::bench::BenchRow>,
+    /// The occupancy experiment's points (`occupancy.json`).
+    pub occupancy: Vec<super::occ_study::OccPoint>,
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
@@ -247,6 +249,7 @@ impl Inputs {
             "timeline.json",
             "timeline-pageable.json",
             "ptx-report.md",
+            "occupancy.json",
         ];
         if name.starts_with("criterion-") && name.ends_with(".json") {
             let text = std::fs::read_to_string(path).map_err(|e| format!("unreadable: {e}"))?;
@@ -346,6 +349,12 @@ impl Inputs {
             }
             "hgemm.json" => self.hgemm_json(&v, src),
             "conv.json" => self.conv_json(&v, src),
+            "occupancy.json" => {
+                let pts = super::occ_study::parse(&v, src)?;
+                let n = pts.len();
+                self.occupancy.extend(pts);
+                n
+            }
             "results.json" => {
                 if v.get("transfer").is_none() && v.get("overlap_copy").is_none() {
                     return Err("results.json without orchestration results (skipped)".into());

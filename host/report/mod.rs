@@ -2,13 +2,15 @@
 //! no network) from the result files the bench commands wrote: per family the ladder against
 //! the vendor line and a roofline, strided GB/s vs stride, the transfer curves and stream
 //! timeline, the simulator's per-line sectors and bank conflicts for the headline kernels (run
-//! here, on the CPU), and a theoretical-occupancy table from the ptxas resource report.
+//! here, on the CPU), a theoretical-occupancy table from the ptxas resource report, and the
+//! occupancy experiment's throughput-vs-occupancy charts (`occupancy.json`).
 //!
 //! What is missing is said on the page; a file that does not parse is listed and skipped.
 
 mod bench;
 pub mod chart;
 pub mod load;
+pub mod occ_study;
 pub mod occupancy;
 mod sections;
 
@@ -164,7 +166,7 @@ pub fn md_table(md: &str) -> String {
 
 fn occupancy_section(inp: &Inputs) -> Section {
     let mut html = String::from(
-        "<p>Theoretical occupancy (resident warps / maximum) from ptxas registers, the registry's block size and shared memory (dynamic + static), per architecture: sm_80 64 warps, 32 blocks, 164 KiB; sm_86 48, 16, 100 KiB; sm_89 48, 24, 100 KiB; sm_90 64, 32, 228 KiB; 65536 registers (256 per warp granule), 1 KiB shared memory reserved per block. sm_86/sm_89 run the sm_80 cubin; sm_90a-only kernels use their sm_90a build. The limiter is in brackets.</p>\n",
+        "<p>Theoretical occupancy (resident warps / maximum) from ptxas registers, the registry's block size and shared memory (dynamic + static), per architecture: sm_80 64 warps, 32 blocks, 164 KiB; sm_86 48, 16, 100 KiB; sm_89 48, 24, 100 KiB; sm_90 64, 32, 228 KiB; 65536 registers (256 per warp granule, from four 16384-register sub-partitions), 1 KiB shared memory reserved per block. sm_86/sm_89 run the sm_80 cubin; sm_90a-only kernels use their sm_90a build. The limiter is in brackets.</p>\n",
     );
     if inp.ptx.is_empty() {
         html += "<p class=\"missing\">No ptxas resource report: put the output of <code>rustile ptx-report</code> in the results directory as <code>ptx-report.md</code>, or pass <code>--ptxas</code>.</p>\n";
@@ -221,12 +223,14 @@ fn occupancy_section(inp: &Inputs) -> Section {
         html += &rows;
         html += "</table>\n";
     }
-    Section {
+    let mut sec = Section {
         id: "occupancy".into(),
         title: "Occupancy".into(),
         html,
         charts: Vec::new(),
-    }
+    };
+    occ_study::render(&mut sec, &inp.occupancy);
+    sec
 }
 
 fn inputs_section(inp: &Inputs) -> Section {

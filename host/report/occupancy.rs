@@ -5,8 +5,11 @@
 //! Capability"): 65536 32-bit registers on all four; resident warps 64 (sm_80, sm_90) or 48
 //! (sm_86, sm_89); resident blocks 32 (sm_80, sm_90), 16 (sm_86) or 24 (sm_89); shared memory
 //! per SM 164 KiB (sm_80), 100 KiB (sm_86, sm_89), 228 KiB (sm_90), of which the driver
-//! reserves 1 KiB per resident block. Registers are allocated per warp in units of 256;
-//! shared memory in units of 128 bytes.
+//! reserves 1 KiB per resident block. Registers are allocated per warp in units of 256, from one
+//! of the SM's four register-file sub-partitions (so a warp count that does not split evenly
+//! wastes the remainder of each); shared memory in units of 128 bytes. The driver's own
+//! calculator (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) is compared with this model for
+//! every kernel on the GPU (`tests/gpu_occupancy.rs`).
 
 /// Per-SM limits of one architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +63,9 @@ pub const ARCHS: [SmLimits; 4] = [
         reserved_per_block: 1024,
     },
 ];
+
+/// Register-file sub-partitions per SM (one per warp scheduler) on every architecture here.
+pub const SUB_PARTITIONS: u32 = 4;
 
 /// The limits of `arch` (`sm_90a` reads as `sm_90`).
 pub fn limits(arch: &str) -> Option<SmLimits> {
@@ -116,8 +122,15 @@ pub fn occupancy(l: &SmLimits, threads: u32, regs: u32, shared: u32) -> Option<O
     let by_regs = if regs == 0 {
         u32::MAX
     } else {
+        // Registers live in the SM's four sub-partitions (one per scheduler): a warp's
+        // registers come from one of them, so the warps that fit are counted per sub-partition
+        // (CUDA's `cuda_occupancy.h` does the same). The hardware's per-block check assumes the
+        // block's warps round up to a multiple of the sub-partitions.
         let per_warp = (regs * 32).div_ceil(256) * 256;
-        (l.registers / per_warp) / warps_per_block
+        if per_warp * warps_per_block.div_ceil(SUB_PARTITIONS) * SUB_PARTITIONS > l.registers {
+            return None;
+        }
+        (l.registers / SUB_PARTITIONS / per_warp) * SUB_PARTITIONS / warps_per_block
     };
     let per_block_smem = shared.div_ceil(128) * 128 + l.reserved_per_block;
     let by_smem = l.shared / per_block_smem;
@@ -155,8 +168,18 @@ mod tests {
         let o = occupancy(&a100, 256, 128, 0).unwrap();
         assert_eq!((o.blocks, o.limiter), (2, Limiter::Registers));
         assert_eq!(o.fraction, 0.25);
-        // 33 regs round up to 1280 per warp: 51 warps → 6 blocks of 8.
+        // 33 regs round up to 1280 per warp: 12 warps per 16384-register sub-partition, 48
+        // warps → 6 blocks of 8.
         assert_eq!(occupancy(&a100, 256, 33, 0).unwrap().blocks, 6);
+        // 96 regs: 3072 per warp, 5 per sub-partition (not 65536 / 3072 = 21 per SM): 20 warps,
+        // 20 blocks of one warp, 5 of four.
+        let o = occupancy(&h100, 32, 96, 0).unwrap();
+        assert_eq!((o.blocks, o.warps, o.limiter), (20, 20, Limiter::Registers));
+        assert_eq!(occupancy(&h100, 128, 96, 0).unwrap().blocks, 5);
+        // 255 regs (8192 per warp, 2 per sub-partition): 1024 threads need 32 × 8192 registers,
+        // more than the SM has: does not fit; 256 threads → 1 block.
+        assert!(occupancy(&h100, 1024, 255, 0).is_none());
+        assert_eq!(occupancy(&h100, 256, 255, 0).unwrap().blocks, 1);
         // Shared memory: 48 KiB + 1 KiB reserved per block: 3 on sm_80 (164 KiB), 4 on sm_90,
         // 2 on sm_89.
         let s = 48 * 1024;
