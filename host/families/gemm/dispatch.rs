@@ -1,7 +1,10 @@
 //! The dispatcher: which variant runs, padding scratch, split-K, the NT pipeline.
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
-use rustile_kernels::gemm::{v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring};
+use rustile_kernels::gemm::{
+    v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring, v13_gemv_rows, v14_small_m,
+    v15_outer,
+};
 use rustile_kernels::registry::KernelInfo;
 
 use crate::api::range::Range;
@@ -17,14 +20,50 @@ use super::*;
 /// [`run`], so only the grid matters here. When the 128×128 tiles are fewer than the SMs, the
 /// 128×64 k-group ring (twice the blocks, loads overlapped with the FMAs, 8 warps per tile);
 /// otherwise the 128×128 warp tile.
+///
+/// Between one and 1.5 tiles of 128×128 per SM ([`one_wave_and_a_bit`]: 1531³ has 144 for
+/// 132 SMs, so 12 SMs would run two tiles while the rest idle) the 4-warp k-group ring
+/// (`kgroup_ring_kg1`, twice the tiles, 4 warps each): measured at 1536³ on the H200 0.746×
+/// cuBLAS against 0.662× for the 8-warp ring and 0.635× for the NT pipeline
+/// (`bench-results/2026-11-30-h200-sgemm-1000`, run 1).
 pub fn dispatch(problem: &GemmProblem, sm_count: u32) -> &'static KernelInfo {
     let tiles = problem.m.div_ceil(128) * problem.n.div_ceil(128);
     if tiles < sm_count as usize {
         &v12_kgroup_ring::INFO
+    } else if one_wave_and_a_bit(problem, sm_count) {
+        &v12_kgroup_ring::experiments::INFO_KG1
     } else {
         &v08_warptile::INFO
     }
 }
+
+/// Whether `p` has between one and 1.5 tiles of 128×128 per SM (a second wave under half
+/// full), where [`dispatch()`] takes the 4-warp k-group ring over the 128×128 kernels.
+pub fn one_wave_and_a_bit(p: &GemmProblem, sm_count: u32) -> bool {
+    let tiles = p.m.div_ceil(128) * p.n.div_ceil(128);
+    let sms = sm_count as usize;
+    tiles >= sms && 2 * tiles < 3 * sms
+}
+
+/// The skinny-product kernel for `p`, if its shape is one (they take any pitch, so they run on
+/// the caller's operands, unpadded): M ≤ 4 streams B once ([`v14_small_m`]), N ≤ 4 a warp per
+/// row of A ([`v13_gemv_rows`]), 1 ≤ K ≤ 16 the store-bound outer product ([`v15_outer`]).
+pub fn skinny(p: &GemmProblem) -> Option<&'static KernelInfo> {
+    if p.k == 0 {
+        None
+    } else if p.m <= SKINNY {
+        Some(&v14_small_m::INFO)
+    } else if p.n <= SKINNY {
+        Some(&v13_gemv_rows::INFO)
+    } else if p.k <= v15_outer::KC as usize {
+        Some(&v15_outer::INFO)
+    } else {
+        None
+    }
+}
+
+/// M or N at most this is a [`skinny`] product.
+pub const SKINNY: usize = 4;
 
 /// Padded copies of A and B the dispatcher reuses across calls.
 #[derive(Default)]
@@ -147,7 +186,8 @@ fn launch_split_k(
     unsafe { plan.launch_on(gpu, gpu.stream()) }
 }
 
-/// The dispatcher. For a dense A with M a multiple of 4 on a grid that fills the GPU it
+/// The dispatcher. A [`skinny`] shape (M or N ≤ 4, K ≤ 16) runs its memory-bound kernel on
+/// the caller's operands. For a dense A with M a multiple of 4 on a grid that fills the GPU it
 /// transposes A with rustile's transpose and runs the `cp.async` NT pipeline (v11: 0.90–0.92×
 /// cuBLAS at 4096³–8192³, transpose included). Otherwise it pads A and/or B into scratch
 /// buffers when their rows are not 16-byte multiples (two memory-bound passes), then runs
@@ -181,6 +221,10 @@ pub fn run(
     )?;
     // One pointer per caller buffer, its stream-order guard held until every step below is
     // enqueued; the steps take `Range`s of it.
+    if let Some(kernel) = skinny(p) {
+        launch(gpu, kernel, p, a, b, c)?;
+        return Ok(kernel.name);
+    }
     let (lens_a, lens_b, lens_c) = (a.len(), b.len(), c.len());
     let (pa, _guard_a) = a.device_ptr(stream);
     let (pb, _guard_b) = b.device_ptr(stream);
@@ -238,7 +282,7 @@ pub fn run(
         )?;
         return Ok("nt_split_k");
     }
-    if nt_eligible && tiles >= sm_count as usize {
+    if nt_eligible && tiles >= sm_count as usize && !one_wave_and_a_bit(p, sm_count) {
         let a_t = range_of(transpose_a(gpu, p, a, &mut scratch.a_t)?, stream);
         let nt = GemmProblem { lda: p.m, ..*p };
         launch(gpu, &v11_nt_pipeline::INFO, &nt, &a_t, &b, &mut c)?;

@@ -1,5 +1,6 @@
 //! Random SGEMM cases: any ladder variant (and on the GPU the dispatcher, with its padding,
-//! split-K and transposed-A paths); M, N, K from 1 (K from 0) across the 16- to 128-wide tiles;
+//! split-K, transposed-A and skinny paths); M, N, K from 1 (K from 0) across the 16- to
+//! 128-wide tiles, a quarter of them skinny (M or N ≤ 5, or K ≤ 17);
 //! padded leading dimensions (multiples of 4 for the 16-byte-load variants); α and β among 1,
 //! 0, −1, binary fractions and uniform values; checked element by element against float64.
 
@@ -69,6 +70,15 @@ fn problem(rng: &mut dyn RngCore, sz: Size, runner: Runner) -> GemmProblem {
     } else {
         size(rng, dim, &[8, 16, 32])
     };
+    // Skinny shapes (the dispatcher's GEMV, small-M and outer-product paths) a quarter of the
+    // time: M or N from 1 to 5, or K from 1 to 17.
+    if rng.random_bool(0.25) {
+        match rng.random_range(0..3) {
+            0 => m = rng.random_range(1..=5),
+            1 => n = rng.random_range(1..=5),
+            _ => k = rng.random_range(1..=17),
+        }
+    }
     // Shrink the largest side until the product fits the budget.
     while m * n * k.max(1) > work {
         if k >= m && k >= n {

@@ -28,6 +28,9 @@ pub mod v09_double_buffer;
 pub mod v10_tile_128x64;
 pub mod v11_nt_pipeline;
 pub mod v12_kgroup_ring;
+pub mod v13_gemv_rows;
+pub mod v14_small_m;
+pub mod v15_outer;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -48,6 +51,9 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v09_double_buffer::INFO,
     &v10_tile_128x64::INFO,
     &v12_kgroup_ring::INFO,
+    &v13_gemv_rows::INFO,
+    &v14_small_m::INFO,
+    &v15_outer::INFO,
     &pad::INFO,
     &v08_warptile::split_k::INFO,
     &v08_warptile::split_k::reduce::INFO,
@@ -138,4 +144,72 @@ pub(crate) unsafe fn epilogue(
 #[inline(always)]
 pub(crate) fn f32_addr(base: u32, i: u32) -> u32 {
     base + 4 * i
+}
+
+/// `p[r][c..c + 4]`, 0 outside `rows × cols`: [`ld4_or_zero`]'s 16-byte load when `vec` (the
+/// caller proved `ld % 4 == 0`, a 16-byte-aligned `p` and `c % 4 == 0`), else four scalar loads,
+/// each masked. The skinny kernels pick `vec` at run time, so they take any pitch.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) unsafe fn ld4_any(
+    p: *const f32,
+    ld: u32,
+    rows: u32,
+    cols: u32,
+    r: u32,
+    c: u32,
+    vec: bool,
+) -> [f32; 4] {
+    if vec {
+        ld4_or_zero(p, ld, rows, cols, r, c)
+    } else {
+        [
+            ld_or_zero(p, ld, rows, cols, r, c),
+            ld_or_zero(p, ld, rows, cols, r, c + 1),
+            ld_or_zero(p, ld, rows, cols, r, c + 2),
+            ld_or_zero(p, ld, rows, cols, r, c + 3),
+        ]
+    }
+}
+
+/// Whether a matrix at `p` with row pitch `ld` takes 16-byte accesses at column multiples of 4.
+#[inline(always)]
+pub(crate) fn rows_aligned16(p: *const f32, ld: u32) -> bool {
+    ld.is_multiple_of(4) && (p as usize).is_multiple_of(16)
+}
+
+/// `C[r][col..col + 4] = α·acc + β·C[r][col..col + 4]` inside `m × n`: one 16-byte store (and
+/// load, for β ≠ 0) when `vec` (C's rows 16-byte aligned, `col % 4 == 0`) and all four columns
+/// are in range, else [`epilogue`] per element. C is not read when `β = 0`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) unsafe fn epilogue4(
+    c: *mut f32,
+    ldc: u32,
+    m: u32,
+    n: u32,
+    r: u32,
+    col: u32,
+    acc: [f32; 4],
+    alpha: f32,
+    beta: f32,
+    vec: bool,
+) {
+    if vec && r < m && col + 3 < n {
+        let p = c.add(r as usize * ldc as usize + col as usize);
+        let mut v = [alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]];
+        if beta != 0.0 {
+            let old = gpu::ld_global_nc_f32x4(p);
+            crate::unroll!(4, j, {
+                v[j] = gpu::fma(beta, old[j], v[j]);
+            });
+        }
+        gpu::st_global_v16(p as *mut gpu::Vec16, gpu::Vec16(v.map(f32::to_bits)));
+    } else {
+        crate::unroll!(4, j, {
+            epilogue(c, ldc, m, n, r, col + j as u32, acc[j], alpha, beta);
+        });
+    }
 }
