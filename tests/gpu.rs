@@ -89,11 +89,12 @@ fn short_and_misaligned_buffers_are_typed_errors() {
         ),
         "{e}"
     );
-    // A view starting one f32 in is 4-byte aligned but not 16-byte aligned: the vector copies
-    // refuse it, the scalar copy takes it.
+    // A view starting one f32 in is 4-byte aligned but not 16-byte aligned: the 16-byte-only
+    // vector copies (vec16, grid_stride) refuse it, the scalar copy and vec16_any take it.
     let mut big = gpu.alloc::<f32>(1025, "dst").unwrap();
     let mut view = big.slice_mut(1..);
-    let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut view).unwrap_err();
+    let vec16 = copy::variants().find(|k| k.name == "vec16").unwrap();
+    let e = copy::launch(&gpu, vec16, &p, &src, &mut view).unwrap_err();
     assert!(
         matches!(
             e,
@@ -108,6 +109,9 @@ fn short_and_misaligned_buffers_are_typed_errors() {
     let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
     copy::launch(&gpu, scalar, &p, &src, &mut view).unwrap();
     gpu.synchronize("scalar copy into a view").unwrap();
+    // The dispatcher's copy takes the view too (element loads, 16-byte stores).
+    copy::launch(&gpu, copy::BEST, &p, &src, &mut view).unwrap();
+    gpu.synchronize("vec16_any copy into a view").unwrap();
 
     let e = strided::launch(
         &gpu,
@@ -179,7 +183,7 @@ fn a_kernel_missing_from_the_ptx_is_a_typed_error() {
     let p = CopyProblem { n: 64 };
     let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut dst).unwrap_err();
     assert!(
-        matches!(&e, Error::MissingKernel { symbol, .. } if symbol == "copy_grid_stride_f32"),
+        matches!(&e, Error::MissingKernel { symbol, .. } if symbol == "copy_vec16_any_f32"),
         "{e}"
     );
     let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
