@@ -210,6 +210,19 @@ fn dispatchers_pick_the_vector_kernels() {
         cols: 8193,
     };
     assert_ne!(rustile::transpose::best(&odd, 2).name, "pairs");
+    // bf16 has no one-element tile: pairs at every shape.
+    assert_eq!(
+        rustile::transpose::best_for(&odd, DType::Bf16).name,
+        "pairs"
+    );
+    assert_eq!(
+        rustile::transpose::best_for(&odd, DType::F16).name,
+        "sector_aligned"
+    );
+    assert_eq!(
+        rustile::transpose::best_for(&even, DType::F32).name,
+        "sector_aligned"
+    );
     // vec16_any takes views at any naturally aligned address; the other vector copies refuse
     // 16-byte misalignment with a typed error naming the buffer.
     let p = Problem::Copy(CopyProblem { n: 1000 });

@@ -296,13 +296,13 @@ pub fn check_transpose<T: DeviceElem>(
     dst: usize,
 ) -> Result<()> {
     let p = TransposeProblem { rows, cols };
-    let kernel = crate::transpose::best(&p, std::mem::size_of::<T>());
+    let kernel = crate::transpose::best_for(&p, T::DTYPE);
     p.check::<T>(kernel, arg("src", src), arg("dst", dst))
 }
 
-/// `dst = srcᵀ`: `src` is `rows × cols` row-major, `dst` `cols × rows` row-major; f32 and f16
-/// ([`DeviceElem`]). Runs [`crate::transpose::best`]'s variant (the sector-aligned tile; for
-/// f16 with 32-byte output rows the padded one).
+/// `dst = srcᵀ`: `src` is `rows × cols` row-major, `dst` `cols × rows` row-major; f32, f16
+/// and bf16 ([`DeviceElem`]). Runs [`crate::transpose::best_for`]'s variant (the sector-aligned
+/// tile for f32; for 2-byte elements `pairs` at even shapes, and for bf16 at every shape).
 pub fn transpose<T: DeviceElem>(
     gpu: &Gpu,
     rows: usize,
@@ -312,7 +312,7 @@ pub fn transpose<T: DeviceElem>(
 ) -> Result<Launched> {
     check_transpose::<T>(rows, cols, src.len(), dst.len())?;
     let p = TransposeProblem { rows, cols };
-    let kernel = crate::transpose::best(&p, std::mem::size_of::<T>());
+    let kernel = crate::transpose::best_for(&p, T::DTYPE);
     crate::transpose::launch(gpu, kernel, &p, src, dst)?;
     Ok(Launched {
         family: Family::Transpose,

@@ -1,7 +1,7 @@
 //! Transpose family: `out[c][r] = in[r][c]`, `in` is `rows × cols` row-major.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut};
-use rustile_kernels::registry::{KernelInfo, Launch};
+use rustile_kernels::registry::{DType, KernelInfo, Launch};
 use rustile_kernels::transpose::{self as tk, v03_smem_padded, v05_sector_aligned, v06_pairs};
 
 use crate::check::{self, BufArg, Plan, Scalar};
@@ -159,6 +159,18 @@ pub fn best(problem: &TransposeProblem, elem_bytes: usize) -> &'static KernelInf
         2 if even => &v06_pairs::INFO,
         2 if aligned_rows => &v03_smem_padded::INFO,
         _ => &v05_sector_aligned::INFO,
+    }
+}
+
+/// [`best`] for `dtype`: its choice when that variant is built for `dtype`, else `pairs`, the
+/// one 2-byte variant with a bf16 build (any shape). For a dtype no transpose is built for,
+/// [`best`]'s choice (launching it is then [`Error::MissingKernel`]).
+pub fn best_for(problem: &TransposeProblem, dtype: DType) -> &'static KernelInfo {
+    let k = best(problem, dtype.bytes());
+    if k.symbol(dtype).is_none() && v06_pairs::INFO.symbol(dtype).is_some() {
+        &v06_pairs::INFO
+    } else {
+        k
     }
 }
 
