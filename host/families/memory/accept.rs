@@ -6,8 +6,8 @@
 //!   buffers (the same addresses, so a view is compared with a memcpy of that view), f32 and
 //!   f16, at [`COPY_LENGTHS`] (fresh allocations), plus 2²⁴ + 3 elements at a common odd offset
 //!   and at different offsets.
-//! - Transpose: the dispatcher's transpose ([`crate::transpose::best`]) and the one-element
-//!   tile it replaced, f16 and bf16, at [`TRANSPOSE_SHAPES`], against the dispatcher's copy of
+//! - Transpose: the dispatcher's transpose ([`crate::transpose::best_for`]) and the
+//!   one-element tile it replaced (f16; bf16 has none), f16 and bf16, at [`TRANSPOSE_SHAPES`], against the dispatcher's copy of
 //!   the same bytes (the acceptance floor) and `cuMemcpyDtoD`.
 //!
 //! Every kernel's output is checked bit for bit against the host reference (outputs poisoned
@@ -249,8 +249,12 @@ fn transpose_rows<T: DeviceElem>(
     rows: &mut Vec<AcceptRow>,
 ) -> Result<()> {
     let (n, _) = p.lens()?;
-    let best = transpose::best(p, size::<T>());
-    let old = previous_best(p);
+    let best = transpose::best_for(p, T::DTYPE);
+    // The one-element tile it replaced, where one is built for `T` (none for bf16).
+    let old = match previous_best(p) {
+        k if k.symbol(T::DTYPE).is_some() => k,
+        _ => best,
+    };
     let mut kernels = vec![best];
     if old.name != best.name {
         kernels.push(old);
