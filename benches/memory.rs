@@ -1,7 +1,8 @@
 //! `cargo bench --bench memory`: the copy, strided-copy and transpose ladders against
-//! `cuMemcpyDtoD`, f32, in one process.
+//! `cuMemcpyDtoD` in one process: copy f32 and f16, strided f32, transpose f32, f16 and bf16
+//! (each dtype's ladder steps: `transpose/pairs` is 2-byte only).
 //!
-//! Groups `copy`, `strided`, `transpose`; ids `group/f32/shape/impl` where shape is `N`
+//! Groups `copy`, `strided`, `transpose`; ids `group/dtype/shape/impl` where shape is `N`
 //! (copy), `N:S` (strided: N outputs at stride S) or `RxC` (transpose), impl a ladder step or
 //! `memcpy` (`cuMemcpyDtoD` moving the same useful bytes: half read, half written). Throughput
 //! in GB/s of useful bytes (each element read once and written once). Every kernel's output is
@@ -13,13 +14,14 @@ mod common;
 
 use std::cell::RefCell;
 
-use common::{event_time, register, Bench, Key, Work};
+use common::{event_time, register, Bench, GpuTime, Key, Work};
+use criterion::BenchmarkGroup;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rustile::bench::Sweep;
 use rustile::elem::random_vec;
 use rustile::harness::rotation_sets;
-use rustile::{CudaSlice, Family, Gpu, KernelInfo, Problem, Result};
+use rustile::{CudaSlice, DType, DeviceElem, Family, Gpu, KernelInfo, Problem, Result};
 
 /// Strides timed (of `rustile bench strided`'s 1 … 32).
 const STRIDES: [usize; 3] = [1, 4, 32];
@@ -54,33 +56,43 @@ fn shape(p: &Problem) -> String {
     }
 }
 
-fn kernels(family: Family) -> Vec<&'static KernelInfo> {
+fn kernels(family: Family, dtype: DType) -> Vec<&'static KernelInfo> {
     rustile::KERNELS
         .iter()
         .copied()
         .filter(|k| {
             k.family == family
                 && k.role == rustile_kernels::registry::Role::Ladder
-                && k.symbol(rustile::DType::F32).is_some()
+                && k.symbol(dtype).is_some()
         })
         .collect()
 }
 
-/// Input sets of one problem (the same random input in each) and their outputs, plus the
-/// host reference of the output.
-struct Sets {
-    src: Vec<CudaSlice<f32>>,
-    dst: Vec<CudaSlice<f32>>,
-    want: Vec<f32>,
+/// The dtypes each family is timed at.
+fn dtypes(family: Family) -> &'static [DType] {
+    match family {
+        Family::Copy => &[DType::F32, DType::F16],
+        Family::Transpose => &[DType::F32, DType::F16, DType::Bf16],
+        _ => &[DType::F32],
+    }
 }
 
-fn sets(gpu: &Gpu, p: &Problem) -> Result<Sets> {
+/// Input sets of one problem (the same random input in each) and their outputs, plus the
+/// host reference of the output.
+struct Sets<T> {
+    src: Vec<CudaSlice<T>>,
+    dst: Vec<CudaSlice<T>>,
+    want: Vec<T>,
+}
+
+fn sets<T: DeviceElem>(gpu: &Gpu, p: &Problem) -> Result<Sets<T>> {
     p.check_shape()?;
     let (ls, ld) = p.lens()?;
-    let set = rustile::check::total_bytes("memory bench", &[(ls, 4), (ld, 4)])?;
+    let size = std::mem::size_of::<T>();
+    let set = rustile::check::total_bytes("memory bench", &[(ls, size), (ld, size)])?;
     let n = rotation_sets(gpu.info().l2_bytes, set as u64);
     gpu.check_fits(set * n, &format!("memory bench {}: {n} sets", shape(p)))?;
-    let host: Vec<f32> = random_vec(ls, &mut SmallRng::seed_from_u64(0xc0ffee));
+    let host: Vec<T> = random_vec(ls, &mut SmallRng::seed_from_u64(0xc0ffee));
     let want = p.reference(&host);
     let mut s = Sets {
         src: Vec::new(),
@@ -89,7 +101,7 @@ fn sets(gpu: &Gpu, p: &Problem) -> Result<Sets> {
     };
     for _ in 0..n {
         s.src.push(gpu.upload(&host, "bench input")?);
-        s.dst.push(gpu.alloc::<f32>(ld, "bench output")?);
+        s.dst.push(gpu.alloc::<T>(ld, "bench output")?);
     }
     Ok(s)
 }
@@ -113,10 +125,26 @@ fn memcpy_sets(gpu: &Gpu, bytes: u64) -> Result<ByteSets> {
 fn family_group(bench: &mut Bench, gpu: Option<&Gpu>, family: Family) {
     let mut g = bench.group(family.name());
     for p in problems(family) {
-        let bytes = p.bytes_moved(4);
-        let sh = format!("f32/{}", shape(&p));
-        let state: RefCell<Option<Sets>> = RefCell::new(None);
-        for kernel in kernels(family) {
+        for &dtype in dtypes(family) {
+            rustile::dispatch_dtype!(dtype, T => problem_group::<T>(&mut g, gpu, family, &p));
+        }
+    }
+    g.finish();
+}
+
+/// Every ladder step built for `T` on `p`, then the `cuMemcpyDtoD` baseline.
+fn problem_group<T: DeviceElem>(
+    g: &mut BenchmarkGroup<'_, GpuTime>,
+    gpu: Option<&Gpu>,
+    family: Family,
+    p: &Problem,
+) {
+    let p = *p;
+    {
+        let bytes = p.bytes_moved(std::mem::size_of::<T>());
+        let sh = format!("{}/{}", T::DTYPE.name(), shape(&p));
+        let state: RefCell<Option<Sets<T>>> = RefCell::new(None);
+        for kernel in kernels(family, T::DTYPE) {
             let key = Key {
                 group: family.name().into(),
                 shape: sh.clone(),
@@ -125,15 +153,15 @@ fn family_group(bench: &mut Bench, gpu: Option<&Gpu>, family: Family) {
                 baseline: false,
             };
             let (mut checked, mut next) = (false, 0usize);
-            register(&mut g, key, |iters| {
+            register(g, key, |iters| {
                 let gpu = gpu.ok_or_else(|| rustile::Error::Usage("no GPU".into()))?;
                 let mut st = state.borrow_mut();
                 if st.is_none() {
-                    *st = Some(sets(gpu, &p)?);
+                    *st = Some(sets::<T>(gpu, &p)?);
                 }
                 let s = st.as_mut().expect("filled above");
                 if !checked {
-                    gpu.fill(&mut s.dst[0], f32::NAN, "bench output")?;
+                    gpu.fill(&mut s.dst[0], T::POISON, "bench output")?;
                     p.launch_gpu(gpu, kernel, &s.src[0], &mut s.dst[0])?;
                     let got = gpu.download(&s.dst[0], "bench output")?;
                     let name = rustile::check::kernel_name(kernel);
@@ -154,7 +182,7 @@ fn family_group(bench: &mut Bench, gpu: Option<&Gpu>, family: Family) {
             baseline: true,
         };
         let (mut bufs, mut next) = (None, 0usize);
-        register(&mut g, key, |iters| {
+        register(g, key, |iters| {
             let gpu = gpu.ok_or_else(|| rustile::Error::Usage("no GPU".into()))?;
             if bufs.is_none() {
                 bufs = Some(memcpy_sets(gpu, bytes)?);
@@ -168,14 +196,16 @@ fn family_group(bench: &mut Bench, gpu: Option<&Gpu>, family: Family) {
             })
         });
     }
-    g.finish();
 }
 
 fn main() {
     let (mut bench, gpu) = Bench::new("memory");
     let n: usize = families()
         .into_iter()
-        .map(|f| problems(f).len() * (kernels(f).len() + 1))
+        .map(|f| {
+            let per_problem: usize = dtypes(f).iter().map(|&d| kernels(f, d).len() + 1).sum();
+            problems(f).len() * per_problem
+        })
         .sum();
     bench.estimate(n);
     for family in families() {

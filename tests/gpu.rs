@@ -64,8 +64,55 @@ fn headline_transpose_shapes_are_exact() {
     for (rows, cols) in [(8192, 8192), (8191, 8193)] {
         let p = Problem::Transpose(TransposeProblem { rows, cols });
         for k in transpose::variants() {
-            rustile::memory::validate::<f32>(&backend, k, &p, &mut rng).unwrap();
+            // Every dtype it is built for (f32 and f16; pairs: f16 and bf16).
+            for e in k.symbols {
+                rustile::dispatch_dtype!(e.dtype, T => rustile::memory::validate::<T>(
+                    &backend, k, &p, &mut rng
+                ))
+                .unwrap_or_else(|err| panic!("{} {}: {err}", k.name, e.dtype.name()));
+            }
         }
+    }
+}
+
+/// `copy::BEST` (`vec16_any`) on views: a million and one elements at a common odd offset and
+/// at different offsets, f32 and f16, every byte outside the view left alone.
+#[test]
+#[ignore = "needs a GPU"]
+fn dispatcher_copy_is_exact_on_views_at_any_offsets() {
+    fn at<T: rustile::DeviceElem>(gpu: &Gpu, n: usize, so: usize, d: usize, rng: &mut SmallRng) {
+        let host: Vec<T> = rustile::elem::random_vec(n + 8, rng);
+        let src = gpu.upload(&host, "src").unwrap();
+        let mut dst = gpu.upload(&vec![T::POISON; n + 8], "dst").unwrap();
+        copy::launch(
+            gpu,
+            copy::BEST,
+            &CopyProblem { n },
+            &src.slice(so..so + n),
+            &mut dst.slice_mut(d..d + n),
+        )
+        .unwrap();
+        let got = gpu.download(&dst, "dst").unwrap();
+        let bits = |v: &[T]| bytemuck::cast_slice::<T, u8>(v).to_vec();
+        assert!(
+            bits(&got[d..d + n]) == bits(&host[so..so + n]),
+            "src+{so} dst+{d}"
+        );
+        let poison = bits(&[T::POISON]);
+        for (i, g) in got.iter().enumerate() {
+            let outside = i < d || i >= d + n;
+            assert!(
+                !outside || bits(std::slice::from_ref(g)) == poison,
+                "wrote element {i}"
+            );
+        }
+    }
+    let gpu = gpu();
+    let mut rng = SmallRng::seed_from_u64(fresh_seed());
+    for (so, d) in [(0, 0), (1, 1), (1, 0), (0, 3), (3, 2)] {
+        at::<f32>(&gpu, 1_000_001, so, d, &mut rng);
+        at::<rustile::half::f16>(&gpu, 1_000_001, so, d, &mut rng);
+        at::<rustile::half::f16>(&gpu, 1_000_001, 2 * so + 1, 2 * d + 1, &mut rng);
     }
 }
 
@@ -89,11 +136,12 @@ fn short_and_misaligned_buffers_are_typed_errors() {
         ),
         "{e}"
     );
-    // A view starting one f32 in is 4-byte aligned but not 16-byte aligned: the vector copies
-    // refuse it, the scalar copy takes it.
+    // A view starting one f32 in is 4-byte aligned but not 16-byte aligned: the 16-byte-only
+    // vector copies (vec16, grid_stride) refuse it, the scalar copy and vec16_any take it.
     let mut big = gpu.alloc::<f32>(1025, "dst").unwrap();
     let mut view = big.slice_mut(1..);
-    let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut view).unwrap_err();
+    let vec16 = copy::variants().find(|k| k.name == "vec16").unwrap();
+    let e = copy::launch(&gpu, vec16, &p, &src, &mut view).unwrap_err();
     assert!(
         matches!(
             e,
@@ -108,6 +156,9 @@ fn short_and_misaligned_buffers_are_typed_errors() {
     let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();
     copy::launch(&gpu, scalar, &p, &src, &mut view).unwrap();
     gpu.synchronize("scalar copy into a view").unwrap();
+    // The dispatcher's copy takes the view too (element loads, 16-byte stores).
+    copy::launch(&gpu, copy::BEST, &p, &src, &mut view).unwrap();
+    gpu.synchronize("vec16_any copy into a view").unwrap();
 
     let e = strided::launch(
         &gpu,
@@ -179,7 +230,7 @@ fn a_kernel_missing_from_the_ptx_is_a_typed_error() {
     let p = CopyProblem { n: 64 };
     let e = copy::launch(&gpu, copy::BEST, &p, &src, &mut dst).unwrap_err();
     assert!(
-        matches!(&e, Error::MissingKernel { symbol, .. } if symbol == "copy_grid_stride_f32"),
+        matches!(&e, Error::MissingKernel { symbol, .. } if symbol == "copy_vec16_any_f32"),
         "{e}"
     );
     let scalar = copy::variants().find(|k| k.name == "scalar").unwrap();

@@ -264,9 +264,9 @@ pub fn check_copy<T: DeviceElem>(src: usize, dst: usize) -> Result<()> {
 }
 
 /// `dst[..n] = src` with `n = src.len()`, for f32 and f16 ([`DeviceElem`]). Runs
-/// the 16-byte vector copy `copy/vec16` (1.004× `cuMemcpyDtoD` at 1 GiB on the H200, where the
-/// grid-stride copy reaches 0.906×: `bench-results/2026-12-01-h200-one-house/`) when both
-/// buffers are 16-byte aligned, else the scalar copy (a view at an odd offset).
+/// [`crate::copy::BEST`], `copy/vec16_any`: 16-byte vector stores for any length and any
+/// naturally aligned views (a scalar head up to `dst`'s first 16-byte boundary, a scalar tail;
+/// 16-byte loads when `src` has `dst`'s misalignment mod 16, element loads otherwise).
 pub fn copy<T: DeviceElem>(
     gpu: &Gpu,
     src: &impl DevicePtr<T>,
@@ -275,16 +275,12 @@ pub fn copy<T: DeviceElem>(
     let (n, dst_len) = (src.len(), dst.len());
     check_copy::<T>(n, dst_len)?;
     let stream = gpu.stream();
-    // The pointers decide the variant; their guards are held until the launch is enqueued.
+    // The guards are held until the launch is enqueued.
     let (ps, _guard_src) = src.device_ptr(stream);
     let (pd, _guard_dst) = dst.device_ptr_mut(stream);
     let src = Range::<T>::new(ps, n, stream);
     let mut dst = Range::<T>::new(pd, dst_len, stream);
-    let kernel = if ps.is_multiple_of(16) && pd.is_multiple_of(16) {
-        &rustile_kernels::copy::v02_vec16::INFO
-    } else {
-        &v01_scalar::INFO
-    };
+    let kernel = crate::copy::BEST;
     crate::copy::launch(gpu, kernel, &CopyProblem { n }, &src, &mut dst)?;
     Ok(Launched {
         family: Family::Copy,
@@ -300,13 +296,13 @@ pub fn check_transpose<T: DeviceElem>(
     dst: usize,
 ) -> Result<()> {
     let p = TransposeProblem { rows, cols };
-    let kernel = crate::transpose::best(&p, std::mem::size_of::<T>());
+    let kernel = crate::transpose::best_for(&p, T::DTYPE);
     p.check::<T>(kernel, arg("src", src), arg("dst", dst))
 }
 
-/// `dst = srcᵀ`: `src` is `rows × cols` row-major, `dst` `cols × rows` row-major; f32 and f16
-/// ([`DeviceElem`]). Runs [`crate::transpose::best`]'s variant (the sector-aligned tile; for
-/// f16 with 32-byte output rows the padded one).
+/// `dst = srcᵀ`: `src` is `rows × cols` row-major, `dst` `cols × rows` row-major; f32, f16
+/// and bf16 ([`DeviceElem`]). Runs [`crate::transpose::best_for`]'s variant (the sector-aligned
+/// tile for f32; for 2-byte elements `pairs` at even shapes, and for bf16 at every shape).
 pub fn transpose<T: DeviceElem>(
     gpu: &Gpu,
     rows: usize,
@@ -316,7 +312,7 @@ pub fn transpose<T: DeviceElem>(
 ) -> Result<Launched> {
     check_transpose::<T>(rows, cols, src.len(), dst.len())?;
     let p = TransposeProblem { rows, cols };
-    let kernel = crate::transpose::best(&p, std::mem::size_of::<T>());
+    let kernel = crate::transpose::best_for(&p, T::DTYPE);
     crate::transpose::launch(gpu, kernel, &p, src, dst)?;
     Ok(Launched {
         family: Family::Transpose,

@@ -27,6 +27,50 @@ pub enum BenchCommand {
     All(SweepArgs),
     /// CPU (gemm crate, all cores) vs GPU SGEMM, kernel alone and with transfers
     Crossover(CrossoverArgs),
+    /// The dispatchers' copy (odd lengths and offsets) vs cuMemcpyDtoD and f16/bf16
+    /// transposes vs that copy of the same bytes, interleaved rep by rep
+    Memory(MemoryArgs),
+}
+
+/// `rustile bench memory`.
+#[derive(Clone, Debug, Args)]
+pub struct MemoryArgs {
+    /// Timed repetitions per row (≥ 1)
+    #[arg(long, value_name = "N", value_parser = positive, default_value_t = TimingConfig::default().reps)]
+    pub reps: usize,
+    /// Untimed repetitions first
+    #[arg(long, value_name = "N", default_value_t = TimingConfig::default().warmup)]
+    pub warmup: usize,
+    /// Results directory (`memory.json`, `.csv`, `.md`)
+    #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub seed: Seed,
+    #[command(flatten)]
+    pub noise: NoiseArgs,
+}
+
+/// `rustile bench memory`: [`crate::memory::accept`].
+fn memory(a: &MemoryArgs) -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    print_info(&gpu);
+    let seed = a.seed.get();
+    let timing = TimingConfig {
+        warmup: a.warmup,
+        reps: a.reps,
+        ..TimingConfig::default()
+    };
+    let mut t = TimingMeta::events(timing.warmup, timing.reps, "rotate");
+    (t.max_noise_pct, t.pairing) = (a.noise.max_noise, Some("interleaved".into()));
+    let meta = RunMeta::new("bench memory", Some(&gpu), Some(seed), t);
+    let steps = 2 * (crate::memory::accept::COPY_LENGTHS.len() + 1)
+        + 2 * crate::memory::accept::TRANSPOSE_SHAPES.len();
+    let mut progress = Progress::new(steps);
+    let rows = crate::memory::accept::run(&gpu, &timing, seed, |s| progress.step(s))?;
+    progress.finish();
+    let table = crate::memory::accept::markdown(&rows);
+    println!("\n{table}");
+    ResultFile::save(meta, &rows, &a.out, "memory", &table)
 }
 
 /// `--dtype`.
@@ -135,7 +179,7 @@ fn sizes_of(family: Family, s: &str) -> Result<Sizes, String> {
 /// `rustile bench copy`.
 #[derive(Clone, Debug, Args)]
 pub struct CopyArgs {
-    /// Element counts, comma-separated [default: 16777216,67108864,268435456,268435459]
+    /// Element counts, comma-separated [default: 1048576,1048577,16777219,100000007,268435456,268435459]
     #[arg(long, value_name = "N,N,…", value_parser = |s: &str| sizes_of(Family::Copy, s))]
     pub sizes: Option<Sizes>,
     #[command(flatten)]
@@ -242,6 +286,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
 pub fn run(cmd: &BenchCommand) -> Result<()> {
     let (families, sizes, sweep_args) = match cmd {
         BenchCommand::Crossover(a) => return crossover(a),
+        BenchCommand::Memory(a) => return memory(a),
         BenchCommand::Gemm(a) => {
             let gpu = Gpu::new(0)?;
             print_info(&gpu);

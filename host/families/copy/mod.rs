@@ -1,7 +1,7 @@
 //! Copy family: `dst[i] = src[i]`, `n` elements.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut};
-use rustile_kernels::copy::{v01_scalar, v02_vec16, v03_grid_stride};
+use rustile_kernels::copy::{v01_scalar, v02_vec16, v03_grid_stride, v04_vec16_any};
 use rustile_kernels::registry::KernelInfo;
 
 use crate::check::{self, BufArg, Plan, Scalar};
@@ -56,7 +56,9 @@ impl CopyProblem {
         check::at_least(kernel, src, self.n, &shape)?;
         check::at_least(kernel, dst, self.n, &shape)?;
         check::naturally_aligned::<T>(kernel, &[src, dst])?;
-        if kernel.name != v01_scalar::INFO.name {
+        // The scalar copy and `vec16_any` take any naturally aligned pointers; the other
+        // vector copies need both 16-byte aligned.
+        if kernel.name != v01_scalar::INFO.name && kernel.name != v04_vec16_any::INFO.name {
             check::aligned(kernel, src, 16)?;
             check::aligned(kernel, dst, 16)?;
         }
@@ -84,6 +86,7 @@ impl CopyProblem {
         let x = match kernel.name {
             name if name == v01_scalar::INFO.name => v01_scalar::grid_blocks(n),
             name if name == v02_vec16::INFO.name => v02_vec16::grid_blocks(n, b),
+            name if name == v04_vec16_any::INFO.name => v04_vec16_any::grid_blocks(n, b),
             _ => v03_grid_stride::grid_blocks(n, b, sm_count),
         };
         (x, 1, 1)
@@ -106,8 +109,12 @@ pub(crate) fn family_variants(
     rustile_kernels::registry::of(family, rustile_kernels::registry::Role::Ladder)
 }
 
-/// The variant the dispatcher uses (fastest measured on the H200, `bench-results/`).
-pub const BEST: &KernelInfo = &v03_grid_stride::INFO;
+/// The variant the dispatcher uses: `vec16_any`, the one-vector-per-thread copy (`vec16`,
+/// 1.006× `cuMemcpyDtoD` at 2²⁸ + 3 f32 on the H200, where `grid_stride` reaches 0.909×:
+/// `bench-results/2026-11-30-h200-memory/`) for any length and any naturally aligned
+/// `src`/`dst` (a scalar head up to `dst`'s first 16-byte boundary; 16-byte loads too when
+/// `src` has `dst`'s misalignment, element loads gathered into 16-byte stores when not).
+pub const BEST: &KernelInfo = &v04_vec16_any::INFO;
 
 /// Launches `kernel` on `gpu`'s stream: `dst[..n] = src[..n]`. Asynchronous; errors in the
 /// arguments are returned before anything is launched.

@@ -80,7 +80,11 @@ impl Sweep {
     /// The default sweep of a family (the sizes the acceptance bars name).
     pub fn default_for(family: Family) -> Sweep {
         let problems = match family {
-            Family::Copy => parse_sizes(family, "16777216,67108864,268435456,268435459").ok(),
+            Family::Copy => parse_sizes(
+                family,
+                "1048576,1048577,16777219,100000007,268435456,268435459",
+            )
+            .ok(),
             Family::Strided => parse_sizes(family, "33554432").ok(),
             Family::Transpose => parse_sizes(family, "4096x4096,8192x8192,8191x8193").ok(),
             _ => None,

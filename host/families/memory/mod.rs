@@ -2,6 +2,7 @@
 //! so validation, the benches and the CLI iterate the registry without a match per family;
 //! their validation (`validate.rs`) and their bench sweep ([`bench`](mod@bench)).
 
+pub mod accept;
 pub mod bench;
 pub mod fuzz;
 pub mod npy_run;

@@ -67,12 +67,12 @@ pub fn run_npy(family: Family, backend: &Backend, req: &RunRequest) -> Result<Te
 }
 
 /// The family's default for `problem`: copy's and strided's best, transpose's best for the
-/// shape and element size.
+/// shape and dtype.
 fn default_kernel(problem: &Problem, dtype: DType) -> &'static KernelInfo {
     match problem {
         Problem::Copy(_) => crate::families::copy::BEST,
         Problem::Strided(_) => crate::families::strided::BEST,
-        Problem::Transpose(t) => crate::families::transpose::best(t, dtype.bytes()),
+        Problem::Transpose(t) => crate::families::transpose::best_for(t, dtype),
     }
 }
 

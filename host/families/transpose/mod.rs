@@ -1,8 +1,8 @@
 //! Transpose family: `out[c][r] = in[r][c]`, `in` is `rows × cols` row-major.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut};
-use rustile_kernels::registry::{KernelInfo, Launch};
-use rustile_kernels::transpose::{self as tk, v03_smem_padded, v05_sector_aligned};
+use rustile_kernels::registry::{DType, KernelInfo, Launch};
+use rustile_kernels::transpose::{self as tk, v03_smem_padded, v05_sector_aligned, v06_pairs};
 
 use crate::check::{self, BufArg, Plan, Scalar};
 use crate::elem::DeviceElem;
@@ -144,18 +144,33 @@ pub fn variants() -> impl Iterator<Item = &'static KernelInfo> {
 
 /// The variant the dispatcher uses for `problem` with `elem_bytes`-byte elements, from the
 /// H200 measurements in `bench-results/`: the sector-aligned 64×32 tile for f32 at every shape
-/// (0.90× cuMemcpyDtoD at 8192², 0.89× at 8191×8193); for f16, the padded 32×32 tile when
-/// the output row pitch is a whole number of 32-byte sectors (0.70× against 0.60×), else the
-/// sector-aligned one (0.62× against 0.49×).
+/// (0.90× cuMemcpyDtoD at 8192², 0.89× at 8191×8193). For 2-byte elements (f16, bf16) with
+/// even `rows` and `cols`, `pairs` (every access a 4-byte pair; the one-element tiles reached
+/// 0.70× at best). At odd shapes half of `pairs`' rows fall back to 2-byte accesses, not yet
+/// measured: there the padded 32×32 tile when the output row pitch is a whole number of
+/// 32-byte sectors (0.70× against 0.60×), else the sector-aligned one (0.62× against 0.49×).
 pub fn best(problem: &TransposeProblem, elem_bytes: usize) -> &'static KernelInfo {
     let aligned_rows = problem
         .rows
         .checked_mul(elem_bytes)
         .is_some_and(|b| b.is_multiple_of(32));
-    if elem_bytes == 2 && aligned_rows {
-        &v03_smem_padded::INFO
+    let even = problem.rows.is_multiple_of(2) && problem.cols.is_multiple_of(2);
+    match elem_bytes {
+        2 if even => &v06_pairs::INFO,
+        2 if aligned_rows => &v03_smem_padded::INFO,
+        _ => &v05_sector_aligned::INFO,
+    }
+}
+
+/// [`best`] for `dtype`: its choice when that variant is built for `dtype`, else `pairs`, the
+/// one 2-byte variant with a bf16 build (any shape). For a dtype no transpose is built for,
+/// [`best`]'s choice (launching it is then [`Error::MissingKernel`]).
+pub fn best_for(problem: &TransposeProblem, dtype: DType) -> &'static KernelInfo {
+    let k = best(problem, dtype.bytes());
+    if k.symbol(dtype).is_none() && v06_pairs::INFO.symbol(dtype).is_some() {
+        &v06_pairs::INFO
     } else {
-        &v05_sector_aligned::INFO
+        k
     }
 }
 

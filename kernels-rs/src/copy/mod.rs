@@ -5,6 +5,7 @@
 pub mod v01_scalar;
 pub mod v02_vec16;
 pub mod v03_grid_stride;
+pub mod v04_vec16_any;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -17,6 +18,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v01_scalar::INFO,
     &v02_vec16::INFO,
     &v03_grid_stride::INFO,
+    &v04_vec16_any::INFO,
 ];
 
 /// Threads per block for every copy variant.

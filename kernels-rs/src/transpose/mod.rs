@@ -16,6 +16,7 @@ pub mod v02_smem;
 pub mod v03_smem_padded;
 pub mod v04_smem_swizzled;
 pub mod v05_sector_aligned;
+pub mod v06_pairs;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -30,6 +31,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v03_smem_padded::INFO,
     &v04_smem_swizzled::INFO,
     &v05_sector_aligned::INFO,
+    &v06_pairs::INFO,
 ];
 
 /// Threads along x: one warp spans a tile row.
