@@ -97,4 +97,5 @@ crate::entry_points! {
     fn copy_vec16_any(src: *const T, dst: *mut T, n: u64);
     copy_vec16_any_f32 => (F32, F32, Any) [T = f32];
     copy_vec16_any_f16 => (F16, F16, Any) [T = u16];
+    copy_vec16_any_bf16 => (Bf16, Bf16, Any) [T = u16];
 }
