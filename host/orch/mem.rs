@@ -202,6 +202,12 @@ impl DeviceBuffer {
         // SAFETY: `ptr` holds `bytes` (just allocated, owned by `buf`, freed in its Drop).
         unsafe { result::memset_d8_sync(buf.ptr, 0, bytes) }
             .during(|| format!("zero-filling {bytes} bytes for {what}"))?;
+        // `cuMemsetD8` is asynchronous with respect to the host for device memory and runs on
+        // the legacy default stream, which the pipeline's non-blocking streams do not wait
+        // for: without this the zeros could land after a later copy into the buffer (racecheck
+        // on the H200 caught a pipeline chunk read back as zeros).
+        ctx.synchronize()
+            .during(|| format!("waiting for the zero-fill of {what}"))?;
         Ok(buf)
     }
 
