@@ -55,7 +55,7 @@ pub fn skinny(p: &GemmProblem) -> Option<&'static KernelInfo> {
         Some(&v14_small_m::INFO)
     } else if p.n <= SKINNY {
         Some(&v13_gemv_rows::INFO)
-    } else if p.k <= v15_outer::KC as usize {
+    } else if p.k <= v15_outer::MAX_K as usize {
         Some(&v15_outer::INFO)
     } else {
         None
