@@ -110,7 +110,7 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
         rustile_kernels::registry::Launch::Persistent { tile: (_, bn) } => bn,
         _ => 0,
     };
-    let ctas = record.bounds.map_or(1, |(_, b)| b);
+    let ctas = super::tma::blocks_per_sm(record);
     if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 && ctas > 1 {
         // Two blocks per SM: stream-K needs every block resident at once (one per SM), so the
         // launcher refuses it with a typed error.

@@ -147,7 +147,7 @@ fn reduction(rng: &mut dyn RngCore, record: &'static KernelInfo, p: &Problem) ->
     };
     let kt = (p.r * p.s * p.c.div_ceil(rustile_kernels::conv::v05_wgmma::BK as usize)) as u32;
     // Stream-K needs one block per SM (the launcher refuses it for the two-block tile).
-    let one_block = record.bounds.is_none_or(|(_, b)| b <= 1);
+    let one_block = super::tma::blocks_per_sm(record) == 1;
     match rng.random_range(0..4u32) {
         0 if bn <= 128 && one_block => Reduce::StreamK,
         1 if kt >= 2 => Reduce::Split(rng.random_range(2..=kt.min(MAX_SPLITS))),

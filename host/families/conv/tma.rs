@@ -283,8 +283,7 @@ impl TmaLaunch {
             r => r,
         };
         let stream_k = reduce == Reduce::StreamK;
-        // Blocks per SM the record's launch bounds and ring are sized for.
-        let ctas = record.bounds.map_or(1, |(_, b)| b.max(1));
+        let ctas = blocks_per_sm(record);
         if stream_k && ctas > 1 {
             return Err(Error::Unsupported {
                 kernel: kernel_label(record),
@@ -479,6 +478,12 @@ impl TmaLaunch {
 /// width, the ladder record (`wgmma`) at the one [`choose`] picks (`None`).
 pub fn tuning_width(record: &'static KernelInfo) -> Option<&'static KernelInfo> {
     (record.role == rustile_kernels::registry::Role::Tuning).then_some(record)
+}
+
+/// Blocks per SM the record's launch bounds and ring are sized for (`wgmma_n64x2`: 2, the
+/// other widths 1).
+pub fn blocks_per_sm(record: &KernelInfo) -> u32 {
+    record.bounds.map_or(1, |(_, b)| b.max(1))
 }
 
 /// Builds the maps and launches the TMA kernel `record` on `p` (a tuning width record runs at

@@ -58,7 +58,7 @@ pub const fn stage_bytes(bn: u32) -> u32 {
 
 /// Ring depth for tile width `bn` with `ctas` blocks per SM (1 or 2): as many stages as fit
 /// beside the staging tile (and 3 KiB for alignment and barriers), at most 8.
-pub const fn stages_for(bn: u32, ctas: u32) -> u32 {
+pub const fn stages(bn: u32, ctas: u32) -> u32 {
     let limit = if ctas > 1 { SHARED_LIMIT_X2 } else { SHARED_LIMIT };
     let s = (limit - staging_bytes(bn) - 3 * 1024) / stage_bytes(bn);
     if s > 8 {
@@ -68,31 +68,16 @@ pub const fn stages_for(bn: u32, ctas: u32) -> u32 {
     }
 }
 
-/// Ring depth for tile width `bn`, one block per SM.
-pub const fn stages(bn: u32) -> u32 {
-    stages_for(bn, 1)
-}
-
 /// Byte offset of the staging tile from the 1024-aligned start of the ring.
-pub const fn staging_offset_for(bn: u32, ctas: u32) -> u32 {
-    let s = stages_for(bn, ctas);
+pub const fn staging_offset(bn: u32, ctas: u32) -> u32 {
+    let s = stages(bn, ctas);
     (s * stage_bytes(bn) + 16 * s).next_multiple_of(1024)
-}
-
-/// Byte offset of the staging tile, one block per SM.
-pub const fn staging_offset(bn: u32) -> u32 {
-    staging_offset_for(bn, 1)
 }
 
 /// Dynamic shared bytes for tile width `bn` with `ctas` blocks per SM: up to 1 KiB of
 /// alignment, the ring and its barriers, the staging tile.
-pub const fn shared_bytes_for(bn: u32, ctas: u32) -> usize {
-    (1024 + staging_offset_for(bn, ctas) + staging_bytes(bn)) as usize
-}
-
-/// Dynamic shared bytes for tile width `bn`, one block per SM.
-pub const fn shared_bytes(bn: u32) -> usize {
-    shared_bytes_for(bn, 1)
+pub const fn shared_bytes(bn: u32, ctas: u32) -> usize {
+    (1024 + staging_offset(bn, ctas) + staging_bytes(bn)) as usize
 }
 
 /// Registers per producer thread after `setmaxnreg.dec` with two blocks per SM.
@@ -122,7 +107,7 @@ macro_rules! wgmma_record {
             bounds: Some((THREADS, $ctas)),
             block: (THREADS, 1, 1),
             launch: crate::registry::Launch::Persistent { tile: (BM, $bn) },
-            shared_bytes_f16: shared_bytes_for($bn, $ctas),
+            shared_bytes_f16: shared_bytes($bn, $ctas),
             symbols: $syms,
             about: concat!(
                 "implicit GEMM: TMA im2col + wgmma, warp-specialized, persistent, 128x",
@@ -427,7 +412,7 @@ mod device {
     }
 
     impl<T: Width, O: TcOut<Store = u16>> WsKernel for WsConv<T, O> {
-        const STAGES: u32 = stages_for(T::BN, T::CTAS);
+        const STAGES: u32 = stages(T::BN, T::CTAS);
         const STAGE_BYTES: u32 = stage_bytes(T::BN);
         const CONSUMERS: u32 = 2;
         type Acc = T::Acc;
@@ -681,7 +666,7 @@ mod device {
             map_y: if tma_store != 0 && splits == 1 { maps.add(256) } else { core::ptr::null() },
             relu,
             staging: ((gpu::dynamic_shared_base() + 1023) & !1023)
-                + staging_offset_for(T::BN, T::CTAS),
+                + staging_offset(T::BN, T::CTAS),
             epi: Epilogue {
                 c: y,
                 ldc: kout,
