@@ -36,7 +36,8 @@ fn timed_ms(
 
 /// Measures one chunk's H2D, kernel and D2H alone, and picks `k` launches per chunk so that
 /// the compute stage ≈ the H2D: `k = round(H2D / kernel)`, then corrected once with the
-/// measured time of `k` launches. `fixed_reps` skips the choice.
+/// measured time of `k` launches. `fixed_reps` skips the choice (and the 16-launch probe: the
+/// kernel time is then that of the fixed launches).
 pub fn calibrate(
     gpu: &Gpu,
     work: ChunkWork,
@@ -70,19 +71,30 @@ pub fn calibrate(
             (0..k).try_for_each(|_| unsafe { copy.launch(&stream, din.ptr(), dout.ptr()) })
         })
     };
-    const PROBE: usize = 16;
-    let kernel_ms = launches(PROBE)? / PROBE as f64;
-    let reps_for =
-        |ms_per_launch: f64| ((h2d_ms / ms_per_launch.max(1e-6)).round() as usize).max(1);
-    let mut compute_reps = fixed_reps.unwrap_or_else(|| reps_for(kernel_ms));
-    let mut compute_ms = launches(compute_reps)?;
-    if fixed_reps.is_none() {
-        let better = reps_for(compute_ms / compute_reps as f64);
-        if better != compute_reps {
-            compute_reps = better;
-            compute_ms = launches(compute_reps)?;
+    let (kernel_ms, compute_reps, compute_ms) = match fixed_reps {
+        // A fixed count needs no probe: its own launches give the per-launch time (an SGEMM
+        // chunk is one long launch; probing it 16 × 12 more times made the GEMM study crawl
+        // under racecheck).
+        Some(reps) => {
+            let reps = reps.max(1);
+            let ms = launches(reps)?;
+            (ms / reps as f64, reps, ms)
         }
-    }
+        None => {
+            const PROBE: usize = 16;
+            let kernel_ms = launches(PROBE)? / PROBE as f64;
+            let reps_for =
+                |ms_per_launch: f64| ((h2d_ms / ms_per_launch.max(1e-6)).round() as usize).max(1);
+            let mut compute_reps = reps_for(kernel_ms);
+            let mut compute_ms = launches(compute_reps)?;
+            let better = reps_for(compute_ms / compute_reps as f64);
+            if better != compute_reps {
+                compute_reps = better;
+                compute_ms = launches(compute_reps)?;
+            }
+            (kernel_ms, compute_reps, compute_ms)
+        }
+    };
     let dst = &mut output.as_mut_slice()[..out_n];
     let d2h_ms = timed_ms(gpu, &stream, 10, || {
         unsafe { result::memcpy_dtoh_async(&mut *dst, dout.ptr(), stream.cu_stream()) }

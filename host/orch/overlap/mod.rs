@@ -61,7 +61,8 @@ pub struct Calibration {
     /// Pinned H2D of one chunk, median ms.
     pub h2d_ms: f64,
     /// One kernel on one chunk, median ms per launch over 16 back-to-back launches (a lone
-    /// launch timed by events also counts the launch latency, several µs).
+    /// launch timed by events also counts the launch latency, several µs); with a fixed
+    /// repeat count, per launch of those `compute_reps` launches.
     pub kernel_ms: f64,
     /// The compute stage: `compute_reps` launches back to back, median ms.
     pub compute_ms: f64,
