@@ -146,6 +146,15 @@ pub fn validate_run(
     .filter(|&(_, want, got)| want && got.is_none())
     .map(|(name, ..)| name)
     .collect::<Vec<_>>();
+    if variant.is_none() && r.variant == Variant::Mma && (unaligned(p.lda) || unaligned(p.ldb)) {
+        return Err(Error::Mismatch {
+            kernel: "hgemm/auto".into(),
+            shape: describe(p, bias),
+            detail: "the selection fell back to mma: the padded path could not be prepared \
+                     (run `--variant wgmma_ws` or `mma_pipeline` to see why)"
+                .into(),
+        });
+    }
     if aligned_only && !missed.is_empty() {
         return Err(Error::Mismatch {
             kernel: format!("hgemm/{}", r.variant.name()),

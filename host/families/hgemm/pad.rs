@@ -375,6 +375,35 @@ impl Scratch {
         Some(s.device_ptr(stream).0)
     }
 
+    /// Enqueues the first (at most two) rows of each padded input's copy from the caller's
+    /// `(address, elements)` `[a, b]`, so that a driver that refuses the pitches (the CUDA
+    /// documentation allows device-to-device 2-D copies to fail for pitches that
+    /// `cuMemAllocPitch` did not choose) does so at `prepare`, where the selection can still
+    /// take `mma`. The rows are copied again by every launch.
+    pub(super) fn probe(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        p: &Problem,
+        plan: &PadPlan,
+        caller: [(u64, usize); 2],
+    ) -> Result<()> {
+        use cudarc::driver::DevicePtrMut;
+        let Scratch { a, b, .. } = self;
+        for (i, op, slot) in [(0, Operand::A, a), (1, Operand::B, b)] {
+            let (Some(copy), Some(s)) = (plan.copy(p, op), slot.as_mut()) else {
+                continue;
+            };
+            let copy = Copy2d {
+                rows: copy.rows.min(2),
+                ..copy
+            };
+            let len = s.len() * 2;
+            let (ptr, _g) = s.device_ptr_mut(stream);
+            copy.enqueue(stream, (caller[i].0, caller[i].1 * 2), (ptr, len))?;
+        }
+        Ok(())
+    }
+
     /// Enqueues what a launch does before the kernel: the padded inputs copied into scratch
     /// (from the caller's `(address, elements)` `[a, b, c]`), and C when it is padded and
     /// β ≠ 0. Returns the addresses the kernel takes (the caller's where not padded) and the

@@ -194,11 +194,14 @@ pub fn prepare_with(
             ),
         });
     }
-    // The padded path: sizes and pitches checked before anything is allocated. A selected
-    // kernel falls back to `mma` (any pitch, no scratch) where the copies cannot be made.
-    let (variant, pad) = match plan_padding(gpu, p, variant, opts.padding, addrs) {
-        Ok(pad) => (variant, pad),
-        Err(_) if opts.variant.is_none() => (Variant::Mma, PadPlan::default()),
+    // The padded path: sizes and pitches checked before anything is allocated, then the
+    // scratch and a probe of the copies. A selected kernel falls back to `mma` (any pitch, no
+    // scratch) where the copies cannot be made (but a device fault is returned).
+    let (variant, pad, scratch) = match padded_scratch(gpu, p, variant, opts.padding, a, b) {
+        Ok((pad, scratch)) => (variant, pad, scratch),
+        Err(e) if opts.variant.is_none() && !e.is_device_fault() => {
+            (Variant::Mma, PadPlan::default(), Scratch::default())
+        }
         Err(e) => return Err(e),
     };
     // What the kernel reads: scratch (allocated with 256-byte alignment) where padded.
@@ -269,7 +272,6 @@ pub fn prepare_with(
         func.set_attribute(MAX_DYN, shared as i32)
             .during(|| format!("raising {symbol}'s dynamic shared memory to {shared} bytes"))?;
     }
-    let scratch = Scratch::alloc(gpu, p, &pad)?;
     let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
     let maps = match variant {
         Variant::WgmmaWs => Some(tensor_maps(
@@ -303,20 +305,27 @@ pub fn prepare_with(
     })
 }
 
-/// The padding `variant` needs for `p` on `gpu` under `padding`, checked: the copies' pitches
-/// against the driver's 2-D copy limit and the scratch bytes against the device
-/// ([`Error::TooLarge`], [`Error::OutOfMemory`]). Allocates nothing.
-fn plan_padding(
+/// The padding `variant` needs for `p` (checked) with A and B, under `padding`, and its
+/// scratch. Before anything is allocated the copies' pitches are checked against the driver's
+/// 2-D copy limit and the scratch bytes against the device ([`Error::TooLarge`],
+/// [`Error::OutOfMemory`]); after, the first rows of A's and B's copies are enqueued
+/// ([`Scratch::probe`]: a driver error if the driver refuses their pitches).
+fn padded_scratch(
     gpu: &Gpu,
     p: &Problem,
     variant: Variant,
     padding: Padding,
-    addrs: [u64; 2],
-) -> Result<PadPlan> {
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
+) -> Result<(PadPlan, Scratch)> {
     use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PITCH;
-    let pad = PadPlan::new(p, variant, padding, addrs);
+    let stream = gpu.stream();
+    // The caller's A and B, read by the probe: their guards order it on the stream.
+    let (pa, _ga) = a.device_ptr(stream);
+    let (pb, _gb) = b.device_ptr(stream);
+    let pad = PadPlan::new(p, variant, padding, [pa, pb]);
     if pad.is_empty() {
-        return Ok(pad);
+        return Ok((pad, Scratch::default()));
     }
     let max_pitch = gpu
         .context()
@@ -325,7 +334,9 @@ fn plan_padding(
     pad.check_pitches(p, max_pitch.max(0) as usize)?;
     let bytes = pad.scratch_bytes(p)?;
     gpu.check_fits(bytes, &format!("hgemm {}: padded {}", p.shape(), pad.tag()))?;
-    Ok(pad)
+    let mut scratch = Scratch::alloc(gpu, p, &pad)?;
+    scratch.probe(stream, p, &pad, [(pa, a.len()), (pb, b.len())])?;
+    Ok((pad, scratch))
 }
 
 impl Prepared {
