@@ -399,7 +399,7 @@ impl Scratch {
             };
             let len = s.len() * 2;
             let (ptr, _g) = s.device_ptr_mut(stream);
-            copy.enqueue(stream, (caller[i].0, caller[i].1 * 2), (ptr, len))?;
+            copy.enqueue(stream, (caller[i].0, caller[i].1.saturating_mul(2)), (ptr, len))?;
         }
         Ok(())
     }
@@ -425,7 +425,7 @@ impl Scratch {
             };
             let len = s.len() * 2;
             let (ptr, g) = s.device_ptr_mut(stream);
-            copy.enqueue(stream, (caller[i].0, caller[i].1 * 2), (ptr, len))?;
+            copy.enqueue(stream, (caller[i].0, caller[i].1.saturating_mul(2)), (ptr, len))?;
             addrs[i] = ptr;
             guards.push(g);
         }
@@ -434,7 +434,7 @@ impl Scratch {
             let (ptr, len, g) = s.ptr_mut(stream);
             if p.beta != 0.0 {
                 let bytes = p.out.bytes();
-                copy.enqueue(stream, (caller[2].0, caller[2].1 * bytes), (ptr, len * bytes))?;
+                copy.enqueue(stream, (caller[2].0, caller[2].1.saturating_mul(bytes)), (ptr, len * bytes))?;
             }
             (addrs[2], c_len) = (ptr, len);
             guards.push(g);
@@ -473,6 +473,6 @@ pub(super) fn finish(
     copy.reversed().enqueue(
         stream,
         (started.addrs[2], started.c_len * bytes),
-        (caller_c.0, caller_c.1 * bytes),
+        (caller_c.0, caller_c.1.saturating_mul(bytes)),
     )
 }
