@@ -471,3 +471,43 @@ fn the_padded_pipeline_matches_float64_in_the_simulator_at_any_pitch() {
     ));
     println!("hgemm: {n} padded simulated cases pass against float64 (seed {s})");
 }
+
+#[test]
+fn the_quick_validation_cases_reach_every_corner_of_the_padded_path() {
+    use rustile::hgemm::{PadPlan, Padding};
+    use rustile::ptx::Flavour;
+    // On the H200 the selection takes wgmma_ws for every quick case; what it pads there must
+    // cover A, B and C, β ≠ 0 with C padded (copied in), bias, ReLU, both types, both B
+    // layouts, both outputs, and an A-only plan (B read in place).
+    let mut seen = std::collections::BTreeSet::new();
+    for (p, bias) in hgemm::validation_cases(true) {
+        let v = Variant::choose(Flavour::Sm90a, &p, [0, 0], Padding::Auto);
+        assert_eq!(v, Variant::WgmmaWs, "{p:?}");
+        let plan = PadPlan::new(&p, v, Padding::Auto, [0, 0]);
+        if plan.is_empty() {
+            continue;
+        }
+        seen.insert(format!("pad {}", plan.tag()));
+        seen.insert(format!(
+            "{:?} {:?} out {:?}",
+            p.ty,
+            p.b,
+            p.out == DType::F32
+        ));
+        if plan.c.is_some() && p.beta != 0.0 && bias && p.relu {
+            seen.insert("C in and out, bias, relu".into());
+        }
+    }
+    for want in [
+        "pad A",
+        "pad A,B",
+        "pad A,B,C",
+        "C in and out, bias, relu",
+        "F16 RowMajor out false",
+        "F16 Transposed out true",
+        "Bf16 RowMajor out true",
+        "Bf16 Transposed out false",
+    ] {
+        assert!(seen.contains(want), "no quick case with {want}: {seen:?}");
+    }
+}
