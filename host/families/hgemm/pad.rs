@@ -170,19 +170,25 @@ impl PadPlan {
         }
     }
 
-    /// Elements of each scratch buffer `[a, b, c]` (0 where not padded; at least 1 where
-    /// padded, so an empty matrix still has an address), after checking that the kernel can
-    /// index the padded problem: [`Error::TooLarge`] when a pitch passes 2³¹ or a span
-    /// overflows.
+    /// Elements of each scratch buffer `[a, b, c]` (0 where not padded): whole rows,
+    /// `rows · pitch` (so the last row is as wide as the others), at least 1 (so an empty
+    /// matrix still has an address), after checking that the kernel can index the padded
+    /// problem: [`Error::TooLarge`] when a pitch passes 2³¹ or a size overflows.
     pub fn scratch_lens(&self, p: &Problem) -> Result<[usize; 3]> {
         let q = self.apply(p);
         q.check()?;
-        let lens = q.lens()?;
+        let spans = q.lens()?;
         let mut out = [0; 3];
         for (i, op) in [Operand::A, Operand::B, Operand::C].into_iter().enumerate() {
-            if self.pitch(op).is_some() {
-                out[i] = lens[i].max(1);
-            }
+            let Some(ld) = self.pitch(op) else {
+                continue;
+            };
+            let (rows, _, _) = op.dims(&q);
+            let whole = rows.checked_mul(ld).ok_or_else(|| Error::TooLarge {
+                kernel: format!("hgemm {} padding", p.shape()),
+                what: format!("{op:?}'s scratch of {rows} rows × {ld} elements overflows usize"),
+            })?;
+            out[i] = whole.max(spans[i]).max(1);
         }
         Ok(out)
     }
