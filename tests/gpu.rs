@@ -409,31 +409,124 @@ fn hgemm_bad_input_is_a_typed_error() {
     let mut cf = gpu.alloc::<f32>(64 * 64, "c").unwrap();
     let r = hgemm::run(&gpu, None, &p, &a, &b, &mut Out::F32(&mut cf), None);
     assert!(matches!(r, Err(Error::Usage(_))), "{r:?}");
-    // An unaligned pitch with an aligned-only kernel.
+    // An unaligned pitch with an aligned-only kernel and padding off: refused; with padding
+    // (the default) it runs on an aligned copy of A.
     let mut q = Problem::new(DType::F16, 64, 64, 60);
     q.lda = 61;
     let a2 = gpu.alloc::<u16>(64 * 61, "a").unwrap();
+    let never = |v| hgemm::Options {
+        variant: Some(v),
+        padding: hgemm::Padding::Never,
+        ..Default::default()
+    };
+    let sm90a = gpu.flavour() == rustile::ptx::Flavour::Sm90a;
     for v in [Variant::MmaPipeline, Variant::WgmmaWs] {
-        let r = hgemm::run(&gpu, Some(v), &q, &a2, &b, &mut Out::Half(&mut c), None);
+        let r = hgemm::prepare_with(&gpu, &never(v), &q, &a2, &b, &Out::Half(&mut c), None);
         assert!(
             matches!(r, Err(Error::Unsupported { .. })),
-            "{}: {r:?}",
-            v.name()
+            "{}: {:?}",
+            v.name(),
+            r.err()
         );
+        if v.needs_sm90a() && !sm90a {
+            continue;
+        }
+        let prep = hgemm::prepare(&gpu, Some(v), &q, &a2, &b, &Out::Half(&mut c), None).unwrap();
+        assert_eq!(prep.padding().tag(), "A", "{}", v.name());
     }
-    // A view at an odd address: TMA and cp.async need 16 bytes; the selection falls back.
+    // A view at an odd address: TMA and cp.async need 16 bytes; without padding refused, with
+    // it A is copied.
     let view = a.slice(1..);
     let p1 = Problem::new(DType::F16, 63, 64, 64);
-    let r = hgemm::run(
-        &gpu,
-        Some(Variant::WgmmaWs),
-        &p1,
-        &view,
-        &b,
-        &mut Out::Half(&mut c),
-        None,
-    );
-    assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+    let v = if sm90a {
+        Variant::WgmmaWs
+    } else {
+        Variant::MmaPipeline
+    };
+    let r = hgemm::prepare_with(&gpu, &never(v), &p1, &view, &b, &Out::Half(&mut c), None);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "{:?}", r.err());
+    let r = hgemm::run(&gpu, Some(v), &p1, &view, &b, &mut Out::Half(&mut c), None);
+    assert_eq!(r.unwrap(), v);
+    // Padding off, the selection takes the element-load kernel for the unaligned pitch.
+    let opts = hgemm::Options {
+        padding: hgemm::Padding::Never,
+        ..Default::default()
+    };
+    let prep = hgemm::prepare_with(&gpu, &opts, &q, &a2, &b, &Out::Half(&mut c), None).unwrap();
+    assert_eq!(prep.variant(), Variant::Mma);
+    gpu.synchronize("padded launches").unwrap();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_padded_path_is_the_aligned_kernel_bit_for_bit() {
+    // Odd pitches wider than the rows, β ≠ 0, bias, ReLU: the padded launch must equal the
+    // same kernel run in place on the operands laid out at the scratch pitches (only the
+    // pitch changes), bit for bit, and reruns must be bit-identical.
+    use rustile::hgemm::{self, BLayout, Out, Padding, Problem};
+    use rustile::DType;
+    let gpu = gpu();
+    for b_layout in [BLayout::RowMajor, BLayout::Transposed] {
+        let mut p = Problem::new(DType::Bf16, 301, 203, 97).with_b(b_layout);
+        (p.alpha, p.beta, p.relu) = (0.75, 0.5, true);
+        (p.lda, p.ldb, p.ldc) = (p.lda + 4, p.ldb + 2, p.ldc + 4);
+        let x = hgemm::Inputs::random(&p, true, fresh_seed()).unwrap();
+        let bias = gpu.upload(x.bias.as_ref().unwrap(), "bias").unwrap();
+        let c0: Vec<u16> = x.c.iter().map(|&v| hgemm::round(p.ty, v)).collect();
+        let (a, b) = (
+            gpu.upload(&x.a, "a").unwrap(),
+            gpu.upload(&x.b, "b").unwrap(),
+        );
+        let padded = |gpu: &rustile::Gpu| {
+            let mut c = gpu.upload(&c0, "c").unwrap();
+            let prep =
+                hgemm::prepare(gpu, None, &p, &a, &b, &Out::Half(&mut c), Some(&bias)).unwrap();
+            assert_eq!(prep.padding().tag(), "A,B,C");
+            prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut c), Some(&bias))
+                .unwrap();
+            gpu.download(&c, "c").unwrap()
+        };
+        let got = padded(&gpu);
+        assert_eq!(got, padded(&gpu), "reruns are bit-identical");
+        // The same operands at the scratch pitches, run in place (nothing to pad).
+        let plan = hgemm::PadPlan::new(
+            &p,
+            hgemm::Variant::select(&gpu, &p, [0, 0], Padding::Auto),
+            Padding::Auto,
+            [0, 0],
+        );
+        let q = plan.apply(&p);
+        let [la, lb, lc] = q.lens().unwrap();
+        let relaid = |op, src: &[u16], len| {
+            let mut v = vec![0u16; len];
+            plan.copy(&p, op).unwrap().host(src, &mut v).unwrap();
+            v
+        };
+        use hgemm::Operand;
+        let qa = gpu.upload(&relaid(Operand::A, &x.a, la), "qa").unwrap();
+        let qb = gpu.upload(&relaid(Operand::B, &x.b, lb), "qb").unwrap();
+        let mut qc = gpu.upload(&relaid(Operand::C, &c0, lc), "qc").unwrap();
+        let prep =
+            hgemm::prepare(&gpu, None, &q, &qa, &qb, &Out::Half(&mut qc), Some(&bias)).unwrap();
+        assert!(prep.padding().is_empty());
+        prep.launch(gpu.stream(), &qa, &qb, &mut Out::Half(&mut qc), Some(&bias))
+            .unwrap();
+        let in_place = gpu.download(&qc, "qc").unwrap();
+        for i in 0..p.m {
+            assert_eq!(
+                &got[i * p.ldc..i * p.ldc + p.n],
+                &in_place[i * q.ldc..i * q.ldc + p.n],
+                "row {i}, B {b_layout:?}"
+            );
+            // Between rows the caller's C is untouched.
+            if i + 1 < p.m {
+                assert_eq!(
+                    &got[i * p.ldc + p.n..(i + 1) * p.ldc],
+                    &c0[i * p.ldc + p.n..(i + 1) * p.ldc]
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -629,6 +722,32 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
         // maps hold the prepared addresses, so it refuses them.
         let a2 = gpu.alloc::<u16>(la, "a2").unwrap();
         let r = prep.launch(gpu.stream(), &a2, &b, &mut Out::Half(&mut c), None);
+        match v {
+            Variant::WgmmaWs => assert!(matches!(r, Err(Error::Usage(_))), "{r:?}"),
+            _ => r.unwrap(),
+        }
+    }
+    // Padded A (odd lda): its tensor map holds the scratch, so another A of the problem's
+    // length is fine, a short one is not; B, read in place, must still be the prepared one.
+    let mut q = Problem::new(DType::F16, 128, 128, 63);
+    q.lda = 63;
+    let [la, lb, lc] = q.lens().unwrap();
+    let (a, b) = (
+        gpu.alloc::<u16>(la, "a").unwrap(),
+        gpu.alloc::<u16>(lb, "b").unwrap(),
+    );
+    let mut c = gpu.alloc::<u16>(lc, "c").unwrap();
+    for &v in &variants[1..] {
+        let prep = hgemm::prepare(&gpu, Some(v), &q, &a, &b, &Out::Half(&mut c), None).unwrap();
+        assert_eq!(prep.padding().tag(), "A");
+        let a2 = gpu.alloc::<u16>(la, "a2").unwrap();
+        prep.launch(gpu.stream(), &a2, &b, &mut Out::Half(&mut c), None)
+            .unwrap();
+        let short = gpu.alloc::<u16>(la - 1, "short a").unwrap();
+        let r = prep.launch(gpu.stream(), &short, &b, &mut Out::Half(&mut c), None);
+        assert!(matches!(r, Err(Error::BufferLength { .. })), "{r:?}");
+        let b2 = gpu.alloc::<u16>(lb, "b2").unwrap();
+        let r = prep.launch(gpu.stream(), &a, &b2, &mut Out::Half(&mut c), None);
         match v {
             Variant::WgmmaWs => assert!(matches!(r, Err(Error::Usage(_))), "{r:?}"),
             _ => r.unwrap(),

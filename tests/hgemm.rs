@@ -249,3 +249,265 @@ fn simulator_conversions_match_the_half_crate() {
     assert!(half::f16::from_bits(soft::f32_to_f16(f32::NAN)).is_nan());
     assert!(half::bf16::from_bits(soft::f32_to_bf16(f32::NAN)).is_nan());
 }
+
+#[test]
+fn the_selection_pads_unaligned_operands_instead_of_falling_back() {
+    use rustile::hgemm::Padding;
+    use rustile::ptx::Flavour;
+    // 4095³ at tight pitches: every row odd. Aligned problem for comparison.
+    let odd = Problem::new(DType::F16, 4095, 4095, 4095);
+    let even = Problem::new(DType::F16, 4096, 4096, 4096);
+    for (flavour, fast) in [
+        (Flavour::Sm90a, Variant::WgmmaWs),
+        (Flavour::Sm80, Variant::MmaPipeline),
+    ] {
+        for padding in [Padding::Auto, Padding::Inputs] {
+            assert_eq!(Variant::choose(flavour, &odd, [0, 0], padding), fast);
+            // A view off a 16-byte boundary is padded too.
+            assert_eq!(Variant::choose(flavour, &even, [2, 0], padding), fast);
+        }
+        assert_eq!(
+            Variant::choose(flavour, &even, [0, 0], Padding::Never),
+            fast
+        );
+        assert_eq!(
+            Variant::choose(flavour, &odd, [0, 0], Padding::Never),
+            Variant::Mma
+        );
+        assert_eq!(
+            Variant::choose(flavour, &even, [0, 8], Padding::Never),
+            Variant::Mma
+        );
+    }
+}
+
+#[test]
+fn the_pad_plan_copies_only_what_the_kernel_cannot_read_in_place() {
+    use rustile::hgemm::{Copy2d, Operand, PadPlan, Padding};
+    let ws = Variant::WgmmaWs;
+    // 3001×3003×2999, tight: A (3001 × 2999), B (2999 × 3003) and C (3001 × 3003) all odd.
+    let p = Problem::new(DType::Bf16, 3001, 3003, 2999);
+    let plan = PadPlan::new(&p, ws, Padding::Auto, [0, 0]);
+    assert_eq!(
+        (plan.a, plan.b, plan.c),
+        (Some(3000), Some(3008), Some(3008))
+    );
+    assert_eq!(plan.tag(), "A,B,C");
+    let q = plan.apply(&p);
+    assert_eq!((q.m, q.n, q.k), (p.m, p.n, p.k), "only the pitches change");
+    assert_eq!((q.lda, q.ldb, q.ldc), (3000, 3008, 3008));
+    assert!(q.tma_ok([0, 0]));
+    // The copies: whole rows of the caller's columns, 2 bytes each (C in the output type).
+    assert_eq!(
+        plan.copy(&p, Operand::A),
+        Some(Copy2d {
+            rows: 3001,
+            width: 2999 * 2,
+            src_pitch: 2999 * 2,
+            dst_pitch: 3000 * 2
+        })
+    );
+    let mut f32_out = p.with_b(BLayout::Transposed);
+    f32_out.out = DType::F32;
+    let plan_t = PadPlan::new(&f32_out, ws, Padding::Auto, [0, 0]);
+    // Bᵀ is N × K: rows of 2999, pitch 3000; f32 C rows pad to a multiple of 4 elements.
+    assert_eq!((plan_t.b, plan_t.c), (Some(3000), Some(3004)));
+    assert_eq!(
+        plan_t.copy(&f32_out, Operand::C).map(Copy2d::reversed),
+        Some(Copy2d {
+            rows: 3001,
+            width: 3003 * 4,
+            src_pitch: 3004 * 4,
+            dst_pitch: 3003 * 4
+        })
+    );
+    // Inputs only: C in place whatever its pitch. Never, or the element-load kernel: nothing.
+    let inputs = PadPlan::new(&p, ws, Padding::Inputs, [0, 0]);
+    assert_eq!(
+        (inputs.a.is_some(), inputs.b.is_some(), inputs.c),
+        (true, true, None)
+    );
+    assert!(PadPlan::new(&p, ws, Padding::Never, [0, 0]).is_empty());
+    assert!(PadPlan::new(&p, Variant::Mma, Padding::Auto, [0, 0]).is_empty());
+    // Aligned rows: only a misaligned base is copied; an even ldc keeps the pair stores.
+    let mut even = Problem::new(DType::F16, 64, 72, 80);
+    even.ldc = 74;
+    assert!(PadPlan::new(&even, ws, Padding::Auto, [0, 0]).is_empty());
+    let view = PadPlan::new(&even, Variant::MmaPipeline, Padding::Auto, [0, 2]);
+    assert_eq!((view.a, view.b, view.c), (None, Some(72), None));
+    assert_eq!(view.tag(), "B");
+}
+
+#[test]
+fn padding_sizes_and_pitches_are_typed_errors_before_anything_is_allocated() {
+    use rustile::hgemm::{PadPlan, Padding};
+    let ws = Variant::WgmmaWs;
+    // K = 2³¹ − 1 passes the problem's check, but its aligned pitch does not.
+    let mut p = Problem::new(DType::F16, 2, 8, (1 << 31) - 1);
+    p.check().unwrap();
+    let plan = PadPlan::new(&p, ws, Padding::Auto, [0, 0]);
+    assert!(matches!(plan.scratch_lens(&p), Err(Error::TooLarge { .. })));
+    // Scratch bytes that overflow usize: three ~2⁶² spans, C in f32.
+    p = Problem::new(DType::F16, (1 << 31) - 1, (1 << 31) - 9, (1 << 31) - 9);
+    p.out = DType::F32;
+    p.check().unwrap();
+    let plan = PadPlan::new(&p, ws, Padding::Auto, [0, 0]);
+    plan.scratch_lens(&p).unwrap();
+    assert!(matches!(
+        plan.scratch_bytes(&p),
+        Err(Error::TooLarge { .. })
+    ));
+    // The driver's 2-D copy pitch limit, named; copies of nothing are not made.
+    let p = Problem::new(DType::F16, 100, 64, 3001);
+    let plan = PadPlan::new(&p, ws, Padding::Auto, [0, 0]);
+    plan.check_pitches(&p, 1 << 20).unwrap();
+    let e = plan.check_pitches(&p, 4096).unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge { .. }) && e.to_string().contains("A's pitch"),
+        "{e}"
+    );
+    let mut empty = Problem::new(DType::F16, 100, 64, 0);
+    empty.lda = 3001;
+    let plan = PadPlan::new(&empty, ws, Padding::Auto, [0, 0]);
+    assert!(plan.a.is_some());
+    plan.check_pitches(&empty, 16).unwrap();
+}
+
+#[test]
+fn a_pitched_copy_moves_its_rows_and_nothing_else() {
+    use rustile::hgemm::Copy2d;
+    // 3 rows of 3 elements (6 bytes), source pitch 5, destination pitch 8.
+    let c = Copy2d {
+        rows: 3,
+        width: 6,
+        src_pitch: 10,
+        dst_pitch: 16,
+    };
+    let src: Vec<u16> = (0..13).collect();
+    let mut dst = vec![u16::MAX; 19];
+    c.host(&src, &mut dst).unwrap();
+    let m = u16::MAX;
+    assert_eq!(
+        dst,
+        [0, 1, 2, m, m, m, m, m, 5, 6, 7, m, m, m, m, m, 10, 11, 12]
+    );
+    // And back, into a fresh buffer of the source's layout.
+    let mut back = vec![u16::MAX; 13];
+    c.reversed().host(&dst, &mut back).unwrap();
+    assert_eq!(back, [0, 1, 2, m, m, 5, 6, 7, m, m, 10, 11, 12]);
+    // One element short on either side, or a row wider than a pitch: errors, not panics.
+    assert!(c.host(&src[..12], &mut dst).is_err());
+    assert!(c.host(&src, &mut dst[..18]).is_err());
+    let wide = Copy2d { width: 12, ..c };
+    assert!(wide.host(&src, &mut [0u16; 64]).is_err());
+    // Nothing to copy: nothing touched, any buffers.
+    Copy2d { rows: 0, ..c }
+        .host(&src[..0], &mut dst[..0])
+        .unwrap();
+}
+
+#[test]
+fn the_padded_pipeline_matches_float64_in_the_simulator_at_any_pitch() {
+    use rustile::hgemm::Padding;
+    // The padded path as the GPU runs it (same plan and copies, done on the host; the
+    // scratch's pad columns NaN, so reading one fails): odd pitches, pitches wider than the
+    // rows, β ≠ 0 (C copied in and back), bias, ReLU, f16/bf16, both B layouts, both outputs.
+    let sim = Simulator::default();
+    let s = seed();
+    let mut n = 0;
+    for ty in [DType::F16, DType::Bf16] {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            for (i, out) in [ty, DType::F32].into_iter().enumerate() {
+                let mut p = Problem::new(ty, 45, 136, 37).with_b(b);
+                p.out = out;
+                let r = hgemm::validate_sim_with(
+                    &sim,
+                    Variant::MmaPipeline,
+                    None,
+                    Padding::Auto,
+                    &p,
+                    false,
+                    s + i as u64,
+                )
+                .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+                assert_eq!(r.checked, p.m * p.n);
+                // lda = 37 and, for Bᵀ, ldb = 37: padded; row-major B (136 wide) is not.
+                let b_odd = b == BLayout::Transposed;
+                assert_eq!((r.padded.a.is_some(), r.padded.b.is_some()), (true, b_odd));
+                n += 1;
+            }
+            let mut p = Problem::new(ty, 67, 129, 41).with_b(b);
+            (p.alpha, p.beta, p.relu) = (-0.75, 0.5, true);
+            (p.lda, p.ldb, p.ldc) = (p.lda + 2, p.ldb + 4, p.ldc + 2);
+            for padding in [Padding::Auto, Padding::Inputs] {
+                let r = hgemm::validate_sim_with(
+                    &sim,
+                    Variant::MmaPipeline,
+                    None,
+                    padding,
+                    &p,
+                    true,
+                    s,
+                )
+                .unwrap_or_else(|e| panic!("{p:?} {padding:?}: {e}"));
+                assert_eq!(r.padded.c.is_some(), padding == Padding::Auto, "C: ldc 131");
+                n += 1;
+            }
+        }
+    }
+    // Without padding the pipelined kernel refuses the same operands.
+    let p = Problem::new(DType::F16, 45, 24, 37);
+    assert!(matches!(
+        hgemm::validate_sim_with(
+            &sim,
+            Variant::MmaPipeline,
+            None,
+            Padding::Never,
+            &p,
+            false,
+            s
+        ),
+        Err(Error::Unsupported { .. })
+    ));
+    println!("hgemm: {n} padded simulated cases pass against float64 (seed {s})");
+}
+
+#[test]
+fn the_quick_validation_cases_reach_every_corner_of_the_padded_path() {
+    use rustile::hgemm::{PadPlan, Padding};
+    use rustile::ptx::Flavour;
+    // On the H200 the selection takes wgmma_ws for every quick case; what it pads there must
+    // cover A, B and C, β ≠ 0 with C padded (copied in), bias, ReLU, both types, both B
+    // layouts, both outputs, and an A-only plan (B read in place).
+    let mut seen = std::collections::BTreeSet::new();
+    for (p, bias) in hgemm::validation_cases(true) {
+        let v = Variant::choose(Flavour::Sm90a, &p, [0, 0], Padding::Auto);
+        assert_eq!(v, Variant::WgmmaWs, "{p:?}");
+        let plan = PadPlan::new(&p, v, Padding::Auto, [0, 0]);
+        if plan.is_empty() {
+            continue;
+        }
+        seen.insert(format!("pad {}", plan.tag()));
+        seen.insert(format!(
+            "{:?} {:?} out {:?}",
+            p.ty,
+            p.b,
+            p.out == DType::F32
+        ));
+        if plan.c.is_some() && p.beta != 0.0 && bias && p.relu {
+            seen.insert("C in and out, bias, relu".into());
+        }
+    }
+    for want in [
+        "pad A",
+        "pad A,B",
+        "pad A,B,C",
+        "C in and out, bias, relu",
+        "F16 RowMajor out false",
+        "F16 Transposed out true",
+        "Bf16 RowMajor out true",
+        "Bf16 Transposed out false",
+    ] {
+        assert!(seen.contains(want), "no quick case with {want}: {seen:?}");
+    }
+}

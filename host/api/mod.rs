@@ -227,9 +227,10 @@ pub fn check_hgemm<T: TcElem, O: TcOut<T>>(
 /// `C = relu?(α·A·B + β·C + bias)` on the tensor cores, f32 accumulation: A is M × K
 /// row-major, B K × N row-major or N × K row-major ([`HgemmOptions::b`]), C M × N row-major in
 /// `T` or f32. Inputs are [`half::f16`] or [`half::bf16`] ([`TcElem`]). Picks `wgmma` + TMA on
-/// compute capability 9.0 when A and B are 16-byte aligned with 16-byte row pitches, the
-/// `cp.async` pipeline elsewhere on such operands, and the single-buffered `mma.sync` kernel
-/// for any other shape.
+/// compute capability 9.0 and the `cp.async` pipeline elsewhere; operands those kernels cannot
+/// read in place (rows or bases that are not 16-byte aligned) are first copied into aligned
+/// scratch on the stream, and C with an odd pitch is written to scratch and copied back
+/// ([`crate::hgemm::pad`]).
 #[allow(clippy::too_many_arguments)]
 pub fn hgemm<T: TcElem, O: TcOut<T>>(
     gpu: &Gpu,

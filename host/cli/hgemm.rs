@@ -117,6 +117,13 @@ pub struct BenchArgs {
     /// wgmma_ws's tile-row band of its block order (≥ 1) [default: the kernel's GROUP_M]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub group: Option<u32>,
+    /// Operands mma_pipeline and wgmma_ws cannot read in place (rows not 16-byte aligned):
+    /// auto = copy A and B into aligned scratch, and C when its pitch is odd; inputs = A and
+    /// B only (C stored in place); never = no copies (auto then selects mma for them)
+    #[arg(long, value_parser = PossibleValuesParser::new(["auto", "inputs", "never"])
+          .map(|s| hgemm::Padding::parse(&s).expect("a possible value")),
+          default_value = "auto")]
+    pub pad: hgemm::Padding,
     /// sequential: each of rustile and cuBLAS settled alone for 1 s, then timed (each at the
     /// clock its own power draw allows); interleaved: rep by rep at one shared clock
     #[arg(long, value_parser = PossibleValuesParser::new(["sequential", "interleaved"])

@@ -108,6 +108,8 @@ pub struct BenchRow {
     pub variant: Variant,
     /// `mma_pipeline`'s tuning configuration, if not the default.
     pub tuning: Option<&'static str>,
+    /// The matrices each launch copied through aligned scratch (inside the timed interval).
+    pub padded: PadPlan,
     /// rustile, event-timed.
     pub ours: Stats,
     /// cuBLAS, same process, same inputs.
@@ -128,6 +130,9 @@ impl crate::results::ResultRow for BenchRow {
         if (p.lda, p.ldb, p.ldc) != (tight.lda, tight.ldb, tight.ldc) {
             tags.push(format!("ld={}/{}/{}", p.lda, p.ldb, p.ldc));
         }
+        if !self.padded.is_empty() {
+            tags.push(format!("pad={}", self.padded.tag()));
+        }
         crate::results::RowId {
             kernel: match self.tuning {
                 Some(t) => format!("hgemm/{}/{t}", self.variant.name()),
@@ -144,7 +149,8 @@ impl crate::results::ResultRow for BenchRow {
 }
 
 /// Times `variant` and cuBLAS on `p` (output poisoning off, β = 0 unless `p` says otherwise),
-/// rotating input sets past the L2.
+/// rotating input sets past the L2. On the padded path the copies into and out of scratch are
+/// inside rustile's timed launch, and cuBLAS gets the caller's pitches.
 pub fn bench(
     gpu: &Gpu,
     blas: &CudaBlas,
@@ -195,7 +201,7 @@ pub fn bench_with(
             prepare_with(gpu, opts, p, a, b, &outs[s].out(), None)
         })
         .collect::<Result<Vec<_>>>()?;
-    let used = preps[0].variant();
+    let (used, padded) = (preps[0].variant(), preps[0].padding());
     // `pairing`: each settled alone, or interleaved rep by rep (`harness::Pairing`).
     let outs = std::cell::RefCell::new(outs);
     let (ours, theirs) = pairing.time(
@@ -231,6 +237,7 @@ pub fn bench_with(
             .tuning
             .filter(|_| used == Variant::MmaPipeline)
             .map(|t| t.name),
+        padded,
         tflops: tf(&ours),
         cublas_tflops: tf(&theirs),
         ratio: theirs.median_ms / ours.median_ms,

@@ -53,6 +53,18 @@ pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
             p.out = DType::F32;
             p.beta = 1.0;
             v.push((p, true));
+            // The padded path: every pitch odd and wider than its rows, β ≠ 0 (C copied in and
+            // back), bias, ReLU, both outputs; and A alone unaligned (B read in place).
+            for out in [ty, DType::F32] {
+                let mut p = Problem::new(ty, 301, 203, 97).with_b(b);
+                p.out = out;
+                (p.alpha, p.beta, p.relu) = (0.75, 0.5, true);
+                (p.lda, p.ldb, p.ldc) = (p.lda + 4, p.ldb + 2, p.ldc + 4);
+                v.push((p, true));
+            }
+            let mut p = Problem::new(ty, 140, 264, 77).with_b(b);
+            p.ldb = p.ldb.next_multiple_of(8);
+            v.push((p, false));
         }
     }
     if !quick {
@@ -66,6 +78,10 @@ pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
                 (2050, 1030, 4104, BLayout::RowMajor),
                 (8192, 8192, 8192, BLayout::Transposed),
                 (16384, 16384, 1024, BLayout::RowMajor),
+                // The padded path's bench shapes (tight pitches, all odd).
+                (4095, 4095, 4095, BLayout::Transposed),
+                (3001, 3003, 2999, BLayout::RowMajor),
+                (3001, 3003, 2999, BLayout::Transposed),
             ] {
                 v.push((Problem::new(ty, m, n, k).with_b(b), false));
             }
@@ -83,9 +99,9 @@ pub fn variants_for(gpu: &Gpu) -> Vec<Variant> {
 }
 
 /// Every GPU run of [`validation_cases`]: `(case index, problem, bias, variant)`, `None` being
-/// the selected variant. Small cases run every variant the device has; large ones the selected
-/// one and, on sm_90a, `mma_pipeline`; large unaligned ones only `mma` (slow, but it must be
-/// right).
+/// the selected variant. Small cases run every variant the device has (the aligned-only ones
+/// through the padded path where the pitches need it); large ones the selected one and, on
+/// sm_90a, `mma_pipeline`; large unaligned ones also `mma` (slow, but it must be right).
 pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<(usize, Problem, bool, Option<Variant>)> {
     let mut runs = Vec::new();
     for (i, (p, bias)) in validation_cases(quick).into_iter().enumerate() {
@@ -93,19 +109,24 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<(usize, Problem, bool, Option<Var
         let mut variants: Vec<Option<Variant>> = vec![None];
         if !big {
             variants.extend(variants_for(gpu).into_iter().map(Some));
-        } else if p.tma_ok([0, 0]) && gpu.flavour() == Flavour::Sm90a {
-            variants.push(Some(Variant::MmaPipeline));
-        } else if !p.tma_ok([0, 0]) {
-            variants = vec![Some(Variant::Mma)];
+        } else {
+            if gpu.flavour() == Flavour::Sm90a {
+                variants.push(Some(Variant::MmaPipeline));
+            }
+            if !p.tma_ok([0, 0]) {
+                variants.push(Some(Variant::Mma));
+            }
         }
         runs.extend(variants.into_iter().map(|v| (i, p, bias, v)));
     }
     runs
 }
 
-/// One GPU run of [`gpu_runs`]: `validate`, except that an aligned-only kernel
-/// (`mma_pipeline`, `wgmma_ws`) on unaligned pitches must refuse with
-/// [`Error::Unsupported`] (`Ok(None)`); anything else from it is an error.
+/// One GPU run of [`gpu_runs`]: [`validate()`] (default options: padding on), which must have
+/// taken the padded path where an aligned-only kernel (`mma_pipeline`, `wgmma_ws`, chosen or
+/// selected) ran on pitches that are not multiples of 8 elements, and then padded C too where
+/// its pitch is odd. `Ok(None)` is never returned now; the refusal without padding is checked
+/// by the GPU tests.
 pub fn validate_run(
     gpu: &Gpu,
     variant: Option<Variant>,
@@ -113,18 +134,35 @@ pub fn validate_run(
     bias: bool,
     seed: u64,
 ) -> Result<Option<Checked>> {
-    let aligned_only = matches!(variant, Some(Variant::WgmmaWs | Variant::MmaPipeline));
-    if aligned_only && !p.tma_ok([0, 0]) {
-        return match validate(gpu, variant, p, bias, seed) {
-            Err(Error::Unsupported { .. }) => Ok(None),
-            other => Err(Error::Usage(format!(
-                "hgemm/{} on unaligned {} should be refused, got {other:?}",
-                variant.map(Variant::name).unwrap_or_default(),
-                p.shape()
-            ))),
-        };
+    let r = validate(gpu, variant, p, bias, seed)?;
+    let aligned_only = matches!(r.variant, Variant::WgmmaWs | Variant::MmaPipeline);
+    let unaligned = |ld: usize| !(ld * 2).is_multiple_of(16);
+    let missed = [
+        ("A", unaligned(p.lda), r.padded.a),
+        ("B", unaligned(p.ldb), r.padded.b),
+        ("C", !p.ldc.is_multiple_of(2), r.padded.c),
+    ]
+    .into_iter()
+    .filter(|&(_, want, got)| want && got.is_none())
+    .map(|(name, ..)| name)
+    .collect::<Vec<_>>();
+    if variant.is_none() && r.variant == Variant::Mma && (unaligned(p.lda) || unaligned(p.ldb)) {
+        return Err(Error::Mismatch {
+            kernel: "hgemm/auto".into(),
+            shape: describe(p, bias),
+            detail: "the selection fell back to mma: the padded path could not be prepared \
+                     (run `--variant wgmma_ws` or `mma_pipeline` to see why)"
+                .into(),
+        });
     }
-    validate(gpu, variant, p, bias, seed).map(Some)
+    if aligned_only && !missed.is_empty() {
+        return Err(Error::Mismatch {
+            kernel: format!("hgemm/{}", r.variant.name()),
+            shape: describe(p, bias),
+            detail: format!("ran without padding {} (padded: {:?})", missed.join(", "), r.padded),
+        });
+    }
+    Ok(Some(r))
 }
 
 /// The simulator's cases (`mma` and `mma_pipeline`; the simulator models no `wgmma`): shapes

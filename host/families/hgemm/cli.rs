@@ -61,9 +61,13 @@ fn validate_runs(
             continue;
         };
         n += 1;
+        let kernel = match r.padded.is_empty() {
+            true => r.variant.name().to_owned(),
+            false => format!("{}+pad({})", r.variant.name(), r.padded.tag()),
+        };
         println!(
             "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
-            r.variant.name(),
+            kernel,
             p.ty.name(),
             p.shape(),
             p.b.tag(),
@@ -163,6 +167,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         out,
         group,
         timing: pairing,
+        pad: padding,
         ..
     } = a;
     let (out, pairing) = (*out, *pairing);
@@ -194,7 +199,11 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         );
         peak.push((ty, best));
     }
-    println!("timing: {} with cuBLAS", pairing.name());
+    println!(
+        "timing: {} with cuBLAS (same pitches); padding: {}",
+        pairing.name(),
+        padding.name()
+    );
     println!();
     let mut table = String::from(
         "| type | B | M×N×K | kernel | TFLOP/s | cuBLAS TFLOP/s | × cuBLAS | % peak | median ms | cuBLAS ms | noise % | cuBLAS noise % |\n\
@@ -239,6 +248,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         variant: v,
                         tuning,
                         group: *group,
+                        padding: *padding,
                     };
                     progress.step(&format!(
                         "hgemm {} {} {} {}",
@@ -249,10 +259,13 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                     ));
                     let row = hgemm::bench_with(gpu, &blas, &opts, &p, &timing, pairing)?;
                     progress.finish();
-                    let kernel = match row.tuning {
+                    let mut kernel = match row.tuning {
                         Some(t) => format!("{}/{t}", row.variant.name()),
                         None => row.variant.name().to_owned(),
                     };
+                    if !row.padded.is_empty() {
+                        kernel += &format!("+pad({})", row.padded.tag());
+                    }
                     let ceiling = peak
                         .iter()
                         .find(|(t, _)| *t == ty)

@@ -111,9 +111,19 @@ impl Variant {
         self == Variant::WgmmaWs
     }
 
-    /// The best variant for this device and problem (addresses included).
-    pub fn select(gpu: &Gpu, p: &Problem, addrs: [u64; 2]) -> Variant {
-        match (gpu.flavour(), p.tma_ok(addrs)) {
+    /// The best variant for this device and problem (A's and B's addresses included) under
+    /// `padding`: [`Variant::choose`] for the device's PTX flavour.
+    pub fn select(gpu: &Gpu, p: &Problem, addrs: [u64; 2], padding: Padding) -> Variant {
+        Self::choose(gpu.flavour(), p, addrs, padding)
+    }
+
+    /// The selection for a device of PTX `flavour`: `wgmma_ws` on sm_90a, `mma_pipeline`
+    /// elsewhere, when their 16-byte loads can read A and B in place or padding may copy them
+    /// into aligned scratch (any [`Padding`] but `Never`); otherwise `mma`, which reads any
+    /// pitch.
+    pub fn choose(flavour: Flavour, p: &Problem, addrs: [u64; 2], padding: Padding) -> Variant {
+        let aligned = p.tma_ok(addrs) || padding != Padding::Never;
+        match (flavour, aligned) {
             (Flavour::Sm90a, true) => Variant::WgmmaWs,
             (_, true) => Variant::MmaPipeline,
             (_, false) => Variant::Mma,

@@ -2,9 +2,11 @@
 //! transposed; any variant the back end runs (in the simulator `mma`, `mma_pipeline` and its
 //! tuning configurations; on the GPU also `wgmma_ws` on sm_90a and the selected kernel);
 //! M, N, K from 1 (K from 0) around the 64- and 128-wide tiles and the 32-deep k-tiles;
-//! padded pitches (multiples of 8 elements for the aligned-only kernels, which must refuse
-//! anything else with a typed error: one case in ten asks them to); α, β, bias, ReLU.
-//! Checked against float64, and C's elements between rows (`ldc > n`) must be untouched.
+//! padded pitches, half of them multiples of 8 elements (what the aligned-only kernels read in
+//! place) and half any (the padded path, in the simulator too); one case in five with padding
+//! off, where the aligned-only kernels must refuse other pitches with a typed error; α, β,
+//! bias, ReLU. Checked against float64, and C's elements between rows (`ldc > n`) must be
+//! untouched.
 
 use rand::{Rng, RngCore};
 use rustile_kernels::hgemm::v02_mma_pipeline::{Tuning, TUNING};
@@ -32,6 +34,7 @@ const GPU_WORK: usize = 1 << 28;
 struct Runner {
     variant: Option<Variant>,
     tuning: Option<&'static Tuning>,
+    padding: Padding,
 }
 
 impl Runner {
@@ -43,9 +46,10 @@ impl Runner {
         }
     }
 
-    /// Whether it needs pitches that are multiples of 8 elements.
+    /// Whether it reads A and B only in place with pitches that are multiples of 8 elements.
     fn aligned_only(&self) -> bool {
         matches!(self.variant, Some(Variant::MmaPipeline | Variant::WgmmaWs))
+            && self.padding == Padding::Never
     }
 }
 
@@ -59,6 +63,7 @@ pub fn case(backend: &Backend, rng: &mut dyn RngCore) -> Option<Fuzzed> {
             .map(|v| Runner {
                 variant: Some(v),
                 tuning: None,
+                padding: Padding::Auto,
             })
             .to_vec(),
         Backend::Gpu(gpu) => Variant::ALL
@@ -69,6 +74,7 @@ pub fn case(backend: &Backend, rng: &mut dyn RngCore) -> Option<Fuzzed> {
             .map(|variant| Runner {
                 variant,
                 tuning: None,
+                padding: Padding::Auto,
             })
             .collect(),
     };
@@ -77,9 +83,14 @@ pub fn case(backend: &Backend, rng: &mut dyn RngCore) -> Option<Fuzzed> {
         runners.extend(TUNING.iter().map(|t| Runner {
             variant: Some(Variant::MmaPipeline),
             tuning: Some(t),
+            padding: Padding::Auto,
         }));
     }
-    let runner = pick(rng, &runners);
+    let mut runner = pick(rng, &runners);
+    runner.padding = pick(
+        rng,
+        &[Padding::Never, Padding::Auto, Padding::Auto, Padding::Auto, Padding::Inputs],
+    );
     let b = pick(rng, &[BLayout::RowMajor, BLayout::Transposed]);
     let (dim, work) = sz.pick((SIM_DIM, SIM_WORK), (GPU_DIM, GPU_WORK));
     let (m, n, k) = dims(rng, dim, work);
@@ -89,9 +100,10 @@ pub fn case(backend: &Backend, rng: &mut dyn RngCore) -> Option<Fuzzed> {
     p.beta = scalar(rng);
     p.relu = rng.random_bool(0.5);
     let bias = rng.random_bool(0.5);
-    // Pitches: multiples of 8 elements (what TMA and the 16-byte loads need) for the
-    // aligned-only kernels, except one case in ten, which they must refuse; any for the rest.
-    let aligned = runner.aligned_only() && rng.random_bool(0.9);
+    // Pitches: multiples of 8 elements (what TMA and the 16-byte loads need) in half the cases,
+    // any in the rest (the padded path, or with padding off a refusal from the aligned-only
+    // kernels).
+    let aligned = rng.random_bool(0.5);
     let pitch = |rng: &mut dyn RngCore, row: usize| {
         if aligned {
             padded(rng, row.next_multiple_of(8), 8, 3)
@@ -113,6 +125,9 @@ pub fn case(backend: &Backend, rng: &mut dyn RngCore) -> Option<Fuzzed> {
         shape += " relu";
     }
     shape += &format!(" ld {}/{}/{}", p.lda, p.ldb, p.ldc);
+    if runner.padding != Padding::Auto {
+        shape += &format!(" pad={}", runner.padding.name());
+    }
     let case = Case::new(runner.name(), ty, shape, move |backend: &Backend, seed| {
         check(backend, runner, &p, bias, seed)
     });
@@ -150,7 +165,7 @@ fn run_case(
     p: &Problem,
     bias: bool,
     seed: u64,
-) -> Result<(Inputs, Vec<f32>, Variant)> {
+) -> Result<(Inputs, Vec<f32>, Ran)> {
     p.check()?;
     let what = format!("hgemm {}: A, B and C", p.shape());
     match backend {
@@ -159,17 +174,23 @@ fn run_case(
                 kernel: runner.name(),
                 what: "the selected kernel runs on a GPU only".into(),
             })?;
-            sim_supports(variant, runner.tuning, p)?;
+            sim_supports_with(variant, runner.tuning, runner.padding, p)?;
             sim.check_fits(p.bytes()?, &what)?;
             let x = Inputs::random(p, bias, seed)?;
-            let got = sim_output(sim, variant, runner.tuning, p, &x)?;
-            Ok((x, got, variant))
+            let (got, padded) =
+                sim_output_with(sim, variant, runner.tuning, runner.padding, p, &x)?;
+            Ok((x, got, Ran { variant, padded }))
         }
         Backend::Gpu(gpu) => {
             gpu.check_fits(p.bytes()?, &what)?;
             let x = Inputs::random(p, bias, seed)?;
-            let (got, used) = gpu_output(gpu, runner.variant, p, &x)?;
-            Ok((x, got, used))
+            let opts = Options {
+                variant: runner.variant,
+                padding: runner.padding,
+                ..Options::default()
+            };
+            let (got, ran) = gpu_output_with(gpu, &opts, p, &x)?;
+            Ok((x, got, ran))
         }
     }
 }
@@ -188,12 +209,25 @@ fn check(backend: &Backend, runner: Runner, p: &Problem, bias: bool, seed: u64) 
                     "pitches {}/{} are not multiples of 8 elements: expected a refusal, got {:?}",
                     p.lda,
                     p.ldb,
-                    other.map(|(_, _, v)| v)
+                    other.map(|(_, _, ran)| ran.variant)
                 ),
             }),
         };
     }
     let (x, got, used) = ran?;
+    let in_place = matches!(used.variant, Variant::MmaPipeline | Variant::WgmmaWs);
+    if in_place && !p.tma_ok([0, 0]) && used.padded.a.is_none() && used.padded.b.is_none() {
+        return Err(Error::Mismatch {
+            kernel: runner.name(),
+            shape: p.shape(),
+            detail: format!(
+                "hgemm/{} ran on pitches {}/{} without padding A or B",
+                used.variant.name(),
+                p.lda,
+                p.ldb
+            ),
+        });
+    }
     let init: Vec<u32> = match p.out {
         DType::F32 => x.c_before_f32(p).iter().map(|v| v.to_bits()).collect(),
         _ => x

@@ -7,16 +7,21 @@
 //! - [`Variant::MmaPipeline`]: `mma.sync` + `ldmatrix` + a `cp.async` ring (sm_80+);
 //! - [`Variant::WgmmaWs`]: `wgmma` + TMA, warp-specialized, persistent (sm_90a only).
 //!
-//! [`Variant::select`] picks `WgmmaWs` on compute capability 9.0 when TMA can describe the
-//! operands (16-byte-aligned base addresses and row pitches), `MmaPipeline` on other devices
-//! with such operands, and `Mma` for any other pitch. Asking for `WgmmaWs` elsewhere, or for an
-//! aligned-only kernel with unaligned operands, is [`Error::Unsupported`](crate::Error::Unsupported), not a launch failure.
+//! [`Variant::select`] picks `WgmmaWs` on compute capability 9.0 and `MmaPipeline` on other
+//! devices, at any pitch: operands those kernels cannot read in place (a base address or row
+//! pitch that is not 16-byte aligned) take the padded path ([`pad`]): copied into aligned
+//! scratch on the launch stream, the kernel run on the copies, and C (when its pitch is odd)
+//! written to scratch and copied back. `Mma` reads any pitch in place and stays reachable by
+//! name; with [`Padding::Never`] the selection takes it for unaligned operands, and asking for
+//! `WgmmaWs` off sm_90a, or for an aligned-only kernel on unaligned operands without padding, is
+//! [`Error::Unsupported`](crate::Error::Unsupported), not a launch failure.
 
 pub mod bench;
 pub mod cases;
 pub mod cli;
 pub mod dispatch;
 pub mod fuzz;
+pub mod pad;
 pub mod peak;
 pub mod prepare;
 pub mod problem;
@@ -28,6 +33,7 @@ pub use crate::tma::{tensor_map_2d, tensor_map_2d_of, upload_maps};
 pub use bench::*;
 pub use cases::*;
 pub use dispatch::*;
+pub use pad::{Copy2d, Operand, PadPlan, Padding};
 pub use prepare::*;
 pub use problem::*;
 pub use reference::*;

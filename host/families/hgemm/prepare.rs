@@ -1,8 +1,8 @@
 //! A problem bound to its buffers and kernel (`Prepared`), checked once and launched repeatedly.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
 use rustile_kernels::gpu::sched::TileGrid;
 use rustile_kernels::hgemm::v02_mma_pipeline::Tuning;
 use rustile_kernels::hgemm::v03_wgmma_ws;
@@ -13,6 +13,7 @@ use crate::gpu::Gpu;
 use crate::launch::{Arg, LaunchPlan};
 use crate::ptx::Flavour;
 
+use super::pad::{self, Scratch};
 use super::*;
 
 /// An owned output buffer of either type (what [`Out`] borrows).
@@ -35,6 +36,23 @@ impl OutBuf {
             OutBuf::F32(c) => Out::F32(c),
         }
     }
+
+    /// The address for writing on `stream`, the elements held, and the stream guard.
+    pub(super) fn ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, usize, SyncOnDrop<'a>) {
+        use cudarc::driver::DevicePtrMut;
+        match self {
+            OutBuf::Half(c) => {
+                let len = c.len();
+                let (p, g) = c.device_ptr_mut(stream);
+                (p, len, g)
+            }
+            OutBuf::F32(c) => {
+                let len = c.len();
+                let (p, g) = c.device_ptr_mut(stream);
+                (p, len, g)
+            }
+        }
+    }
 }
 
 /// Tensor maps for the `wgmma` kernel, in device memory (A at byte 0, B at byte 128).
@@ -48,17 +66,25 @@ fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64) -> Result<CudaSlice<u8>> 
 }
 
 /// A problem bound to its buffers and kernel, ready to launch repeatedly (the tensor maps are
-/// built once).
+/// built once). On the padded path it owns the scratch copies of the operands that are not
+/// aligned for the kernel ([`PadPlan`]); each launch copies into them first.
 pub struct Prepared {
     variant: Variant,
+    /// The caller's problem (its buffers are checked against it).
     problem: Problem,
     func: cudarc::driver::CudaFunction,
     /// Kernel, entry, grid, block and shared bytes; the arguments are filled per launch.
     plan: LaunchPlan<'static>,
     maps: Option<CudaSlice<u8>>,
-    /// A's and B's addresses at `prepare` (the tensor maps hold them).
-    addrs: [u64; 2],
+    /// For `wgmma_ws`: A's and B's addresses at `prepare` where the tensor maps hold them
+    /// (`None` for a padded operand, whose map holds its scratch).
+    addrs: [Option<u64>; 2],
     group: u32,
+    /// What runs through scratch, and at which pitches.
+    pad: PadPlan,
+    /// The scratch, behind a lock: launches on several streams or threads write it in turn,
+    /// each ordered on its stream by the buffers' guards.
+    scratch: Mutex<Scratch>,
 }
 
 /// How a product is launched: the kernel, `mma_pipeline`'s configuration and `wgmma_ws`'s
@@ -72,6 +98,9 @@ pub struct Options {
     /// Tile rows per group of `wgmma_ws`'s persistent tile order, ≥ 1 (`None`:
     /// `v03_wgmma_ws::GROUP_M`).
     pub group: Option<u32>,
+    /// Whether operands the aligned-only kernels cannot read in place are copied into aligned
+    /// scratch ([`Padding::Auto`], the default) or refused.
+    pub padding: Padding,
 }
 
 impl Options {
@@ -138,7 +167,7 @@ pub fn prepare_with(
     c: &Out<'_>,
     bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
-    let (variant, tuning) = (opts.variant, opts.tuning);
+    let tuning = opts.tuning;
     let group = opts.group()?;
     p.check()?;
     let kernel = format!("hgemm {}", p.shape());
@@ -152,40 +181,56 @@ pub fn prepare_with(
     p.check_lens(a.len(), b.len(), c.len(), bias.map(|b| b.len()))?;
     let stream = gpu.stream();
     let addrs = [a.device_ptr(stream).0, b.device_ptr(stream).0];
-    let variant = variant.unwrap_or_else(|| Variant::select(gpu, p, addrs));
-    if variant.needs_sm90a() {
-        if gpu.flavour() != Flavour::Sm90a {
-            let (major, minor) = gpu.info().compute_capability;
-            return Err(Error::Unsupported {
-                kernel: format!("hgemm/{}", variant.name()),
-                what: format!(
-                    "needs the sm_90a PTX (compute capability 9.0); `{}` is {major}.{minor}",
-                    gpu.info().name
-                ),
-            });
-        }
-        if !p.tma_ok(addrs) {
-            return Err(Error::Unsupported {
-                kernel: format!("hgemm/{}", variant.name()),
-                what: format!(
-                    "TMA needs 16-byte-aligned A and B and pitches lda = {}, ldb = {} that are multiples of 8 elements",
-                    p.lda, p.ldb
-                ),
-            });
-        }
-    }
-    if variant == Variant::MmaPipeline && !p.tma_ok(addrs) {
+    let variant = opts
+        .variant
+        .unwrap_or_else(|| Variant::select(gpu, p, addrs, opts.padding));
+    if variant.needs_sm90a() && gpu.flavour() != Flavour::Sm90a {
+        let (major, minor) = gpu.info().compute_capability;
         return Err(Error::Unsupported {
-            kernel: "hgemm/mma_pipeline".into(),
+            kernel: format!("hgemm/{}", variant.name()),
             what: format!(
-                "cp.async needs 16-byte-aligned A and B and pitches lda = {}, ldb = {} that are multiples of 8 elements (hgemm/mma takes any)",
-                p.lda, p.ldb
+                "needs the sm_90a PTX (compute capability 9.0); `{}` is {major}.{minor}",
+                gpu.info().name
             ),
         });
     }
-    if variant == Variant::MmaPipeline {
+    // The padded path: sizes and pitches checked before anything is allocated, then the
+    // scratch and a probe of the copies. A selected kernel falls back to `mma` (any pitch, no
+    // scratch) where the copies cannot be made (but a device fault is returned).
+    let (variant, pad, scratch) = match padded_scratch(gpu, p, variant, opts.padding, a, b) {
+        Ok((pad, scratch)) => (variant, pad, scratch),
+        Err(e) if opts.variant.is_none() && !e.is_device_fault() => {
+            (Variant::Mma, PadPlan::default(), Scratch::default())
+        }
+        Err(e) => return Err(e),
+    };
+    // What the kernel reads: scratch (allocated with 256-byte alignment) where padded.
+    let q = pad.apply(p);
+    let aligned = |op: Operand, addr: u64| pad.pitch(op).is_some() || addr.is_multiple_of(16);
+    let kernel_aligned = aligned(Operand::A, addrs[0])
+        && aligned(Operand::B, addrs[1])
+        && q.tma_ok([0, 0]);
+    let refused = |what: &str| Error::Unsupported {
+        kernel: format!("hgemm/{}", variant.name()),
+        what: format!(
+            "{what} needs 16-byte-aligned A and B and pitches lda = {}, ldb = {} that are \
+             multiples of 8 elements ({}; hgemm/mma takes any)",
+            p.lda,
+            p.ldb,
+            match opts.padding {
+                Padding::Never => "padding is off",
+                _ => "they were not padded",
+            }
+        ),
+    };
+    match variant {
+        Variant::WgmmaWs if !kernel_aligned => return Err(refused("TMA")),
+        Variant::MmaPipeline if !kernel_aligned => return Err(refused("cp.async")),
         // A tuning configuration exists for f16 in and out only: a typed refusal naming it.
-        pipeline_geometry(p, tuning)?;
+        Variant::MmaPipeline => {
+            pipeline_geometry(p, tuning)?;
+        }
+        _ => {}
     }
     // Block, shared bytes and grid come from the record that runs.
     let info = variant.kernel(tuning);
@@ -227,8 +272,14 @@ pub fn prepare_with(
         func.set_attribute(MAX_DYN, shared as i32)
             .during(|| format!("raising {symbol}'s dynamic shared memory to {shared} bytes"))?;
     }
+    let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
     let maps = match variant {
-        Variant::WgmmaWs => Some(tensor_maps(gpu, p, addrs[0], addrs[1])?),
+        Variant::WgmmaWs => Some(tensor_maps(
+            gpu,
+            &q,
+            at(Operand::A, 0),
+            at(Operand::B, 1),
+        )?),
         _ => None,
     };
     Ok(Prepared {
@@ -244,9 +295,48 @@ pub fn prepare_with(
             args: Vec::new(),
         },
         maps,
-        addrs,
+        addrs: [
+            pad.a.is_none().then_some(addrs[0]),
+            pad.b.is_none().then_some(addrs[1]),
+        ],
         group,
+        pad,
+        scratch: Mutex::new(scratch),
     })
+}
+
+/// The padding `variant` needs for `p` (checked) with A and B, under `padding`, and its
+/// scratch. Before anything is allocated the copies' pitches are checked against the driver's
+/// 2-D copy limit and the scratch bytes against the device ([`Error::TooLarge`],
+/// [`Error::OutOfMemory`]); after, the first rows of A's and B's copies are enqueued
+/// ([`Scratch::probe`]: a driver error if the driver refuses their pitches).
+fn padded_scratch(
+    gpu: &Gpu,
+    p: &Problem,
+    variant: Variant,
+    padding: Padding,
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
+) -> Result<(PadPlan, Scratch)> {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PITCH;
+    let stream = gpu.stream();
+    // The caller's A and B, read by the probe: their guards order it on the stream.
+    let (pa, _ga) = a.device_ptr(stream);
+    let (pb, _gb) = b.device_ptr(stream);
+    let pad = PadPlan::new(p, variant, padding, [pa, pb]);
+    if pad.is_empty() {
+        return Ok((pad, Scratch::default()));
+    }
+    let max_pitch = gpu
+        .context()
+        .attribute(CU_DEVICE_ATTRIBUTE_MAX_PITCH)
+        .during(|| "reading the device's 2-D copy pitch limit".into())?;
+    pad.check_pitches(p, max_pitch.max(0) as usize)?;
+    let bytes = pad.scratch_bytes(p)?;
+    gpu.check_fits(bytes, &format!("hgemm {}: padded {}", p.shape(), pad.tag()))?;
+    let mut scratch = Scratch::alloc(gpu, p, &pad)?;
+    scratch.probe(stream, p, &pad, [(pa, a.len()), (pb, b.len())])?;
+    Ok((pad, scratch))
 }
 
 impl Prepared {
@@ -255,9 +345,16 @@ impl Prepared {
         self.variant
     }
 
-    /// Launches on `stream`. The buffers are checked again against the problem (lengths, C's
-    /// type, the alignment `mma_pipeline` needs); for `wgmma_ws` A and B must be the buffers
-    /// `prepare` saw, whose addresses its tensor maps hold.
+    /// The matrices each launch copies through aligned scratch (empty: none).
+    pub fn padding(&self) -> PadPlan {
+        self.pad
+    }
+
+    /// Launches on `stream`: the padded operands' copies into scratch, the kernel, and padded
+    /// C's copy back. The buffers are checked again against the problem (lengths, C's type, the
+    /// alignment `mma_pipeline` needs of operands read in place); for `wgmma_ws` an operand read
+    /// in place must be the buffer `prepare` saw, whose address its tensor map holds (a padded
+    /// one may be any buffer of the problem's length).
     pub fn launch(
         &self,
         stream: &Arc<CudaStream>,
@@ -276,6 +373,9 @@ impl Prepared {
                 p.out.name()
             )));
         }
+        // The problem the kernel runs: the scratch pitches where padded.
+        let q = self.pad.apply(p);
+        let (lens_a, lens_b, lens_c) = (a.len(), b.len(), c.len());
         let (a_ptr, _ga) = a.device_ptr(stream);
         let (b_ptr, _gb) = b.device_ptr(stream);
         let bias_ptr = bias.map(|x| x.device_ptr(stream));
@@ -284,58 +384,77 @@ impl Prepared {
             Out::Half(c) => c.device_ptr_mut(stream),
             Out::F32(c) => c.device_ptr_mut(stream),
         };
-        let (m, n, k, ldc) = (p.m as u32, p.n as u32, p.k as u32, p.ldc as u32);
-        let relu = p.relu as u32;
+        // Operands read in place, checked before anything is enqueued.
+        for (i, op, ptr) in [(0, Operand::A, a_ptr), (1, Operand::B, b_ptr)] {
+            if self.pad.pitch(op).is_some() {
+                continue;
+            }
+            match (self.variant, self.addrs[i]) {
+                (Variant::WgmmaWs, Some(at)) if at != ptr => {
+                    return Err(Error::Usage(format!(
+                        "hgemm/wgmma_ws: {op:?} must be the buffer it was prepared with (its \
+                         tensor map holds the address); prepare again for other buffers"
+                    )))
+                }
+                (Variant::MmaPipeline, _) if !ptr.is_multiple_of(16) => {
+                    return Err(Error::Unsupported {
+                        kernel: "hgemm/mma_pipeline".into(),
+                        what: format!("cp.async needs a 16-byte-aligned {op:?}"),
+                    })
+                }
+                _ => {}
+            }
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        let started = scratch.start(
+            stream,
+            p,
+            &self.pad,
+            [(a_ptr, lens_a), (b_ptr, lens_b), (c_ptr, lens_c)],
+        )?;
+        let [ka, kb, kc] = started.addrs;
+        let (m, n, k, ldc) = (q.m as u32, q.n as u32, q.k as u32, q.ldc as u32);
+        let relu = q.relu as u32;
         // The tensor maps' guard, like the buffers', lives until the launch is enqueued.
         let maps = self.maps.as_ref().map(|m| m.device_ptr(stream));
         let args = match &maps {
-            Some((maps_ptr, _guard)) => {
-                if [a_ptr, b_ptr] != self.addrs {
-                    return Err(Error::Usage(format!(
-                        "hgemm/{}: A and B must be the buffers it was prepared with (its tensor \
-                         maps hold their addresses); prepare again for other buffers",
-                        self.variant.name()
-                    )));
-                }
-                vec![
-                    Arg::Ptr(*maps_ptr),
-                    Arg::Ptr(c_ptr),
-                    Arg::Ptr(bias_ptr),
-                    Arg::U32(m),
-                    Arg::U32(n),
-                    Arg::U32(k),
-                    Arg::U32(ldc),
-                    Arg::F32(p.alpha),
-                    Arg::F32(p.beta),
-                    Arg::U32(relu),
-                    Arg::U32(self.group),
-                ]
-            }
-            None => {
-                if self.variant == Variant::MmaPipeline && !p.tma_ok([a_ptr, b_ptr]) {
-                    return Err(Error::Unsupported {
-                        kernel: "hgemm/mma_pipeline".into(),
-                        what: "cp.async needs 16-byte-aligned A and B".into(),
-                    });
-                }
-                mma_args(p, [a_ptr, b_ptr, c_ptr, bias_ptr])
-            }
+            Some((maps_ptr, _guard)) => vec![
+                Arg::Ptr(*maps_ptr),
+                Arg::Ptr(kc),
+                Arg::Ptr(bias_ptr),
+                Arg::U32(m),
+                Arg::U32(n),
+                Arg::U32(k),
+                Arg::U32(ldc),
+                Arg::F32(q.alpha),
+                Arg::F32(q.beta),
+                Arg::U32(relu),
+                Arg::U32(self.group),
+            ],
+            None => mma_args(&q, [ka, kb, kc, bias_ptr]),
         };
         let plan = LaunchPlan {
             args,
             ..self.plan.clone()
         };
         // SAFETY: the argument lists are v03's `(maps, c, bias, m, n, k, ldc, α, β, relu,
-        // group)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`;
-        // every buffer was checked above against the shape (lengths, C's type, the bias's n
-        // floats, mma_pipeline's alignment), and for `wgmma_ws` A and B are at the addresses
-        // the tensor maps hold, so the maps describe memory inside these (checked) buffers,
-        // whatever became of the ones `prepare` saw; the maps buffer is owned by `self`; grid
-        // and shared memory were checked by `prepare`; every stream guard, the maps' included,
-        // lives until the launch is enqueued.
+        // group)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`,
+        // over `q`, the caller's problem with the scratch pitches where padded. Each operand
+        // the kernel touches holds `q`'s span: a caller's buffer was checked above against `p`
+        // (lengths, C's type, the bias's n floats), whose pitch it keeps in `q`; a scratch
+        // buffer is owned by `self`, was allocated by `prepare` for `q`'s span
+        // (`PadPlan::scratch_lens`) and is never reallocated. mma_pipeline's alignment holds
+        // for in-place operands (checked above) and scratch (256-byte-aligned allocations,
+        // pitches multiples of 8). For `wgmma_ws` the tensor maps describe `q`'s A and B at
+        // the scratch's addresses or at the in-place operands' checked above to be the ones
+        // the maps hold, so they address memory inside these (checked) buffers, whatever
+        // became of the ones `prepare` saw; the maps buffer is owned by `self`. Grid and
+        // shared memory were checked by `prepare`; every stream guard (the maps', the
+        // scratch's in `started`) lives until the launch is enqueued.
         unsafe { plan.enqueue(&self.func, stream) }.map_err(|e| {
             e.context(|| format!("launching hgemm/{} {}", self.variant.name(), p.shape()))
-        })
+        })?;
+        pad::finish(stream, p, &self.pad, &started, (c_ptr, lens_c))
     }
 }
 

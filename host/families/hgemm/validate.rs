@@ -16,8 +16,19 @@ pub struct Checked {
     pub problem: Problem,
     /// The kernel.
     pub variant: Variant,
+    /// The matrices that went through aligned scratch (the padded path).
+    pub padded: PadPlan,
     /// Elements compared with float64.
     pub checked: usize,
+}
+
+/// What ran: the kernel and the matrices it read or wrote through aligned scratch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// The kernel.
+    pub variant: Variant,
+    /// The padded matrices.
+    pub padded: PadPlan,
 }
 
 /// Runs `variant` on fresh random inputs (poisoned output when β = 0, bias when `with_bias`)
@@ -29,11 +40,22 @@ pub fn validate(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
+    validate_with(gpu, &Options::variant(variant), p, with_bias, seed)
+}
+
+/// [`validate()`] with every launch option given (the padding policy, for one).
+pub fn validate_with(
+    gpu: &Gpu,
+    opts: &Options,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
     p.check()?;
     gpu.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
     let x = Inputs::random(p, with_bias, seed)?;
-    let (got, used) = gpu_output(gpu, variant, p, &x)?;
-    finish(p, &x, got, used, seed)
+    let (got, ran) = gpu_output_with(gpu, opts, p, &x)?;
+    finish(p, &x, got, ran, seed)
 }
 
 /// Runs `variant` (`None`: the selected one) once on the GPU over the inputs `x` (made for
@@ -45,6 +67,16 @@ pub fn gpu_output(
     p: &Problem,
     x: &Inputs,
 ) -> Result<(Vec<f32>, Variant)> {
+    gpu_output_with(gpu, &Options::variant(variant), p, x).map(|(got, ran)| (got, ran.variant))
+}
+
+/// [`gpu_output`] with every launch option given; returns what ran, padding included.
+pub fn gpu_output_with(
+    gpu: &Gpu,
+    opts: &Options,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<(Vec<f32>, Ran)> {
     let a = gpu.upload(&x.a, "hgemm A")?;
     let b = gpu.upload(&x.b, "hgemm B")?;
     let bias = match &x.bias {
@@ -56,32 +88,35 @@ pub fn gpu_output(
         DType::F16 | DType::Bf16 => {
             let init = x.c_before_half(p);
             let mut c = gpu.upload(&init, "hgemm C")?;
-            let used = run(
-                gpu,
-                variant,
-                p,
-                &a,
-                &b,
-                &mut Out::Half(&mut c),
-                bias.as_ref().map(|b| b as &dyn DevicePtr<f32>),
-            )?;
+            let used = run_with(gpu, opts, p, &a, &b, &mut Out::Half(&mut c), bias.as_ref())?;
             let bits = gpu.download(&c, "hgemm C")?;
             (bits.iter().map(|&h| widen(p.ty, h)).collect(), used)
         }
         DType::F32 => {
             let init = x.c_before_f32(p);
             let mut c = gpu.upload(&init, "hgemm C")?;
-            let used = run(
-                gpu,
-                variant,
-                p,
-                &a,
-                &b,
-                &mut Out::F32(&mut c),
-                bias.as_ref().map(|b| b as &dyn DevicePtr<f32>),
-            )?;
+            let used = run_with(gpu, opts, p, &a, &b, &mut Out::F32(&mut c), bias.as_ref())?;
             (gpu.download(&c, "hgemm C")?, used)
         }
+    })
+}
+
+/// One prepared launch with `opts` into `c`, returning what ran.
+fn run_with(
+    gpu: &Gpu,
+    opts: &Options,
+    p: &Problem,
+    a: &impl DevicePtr<u16>,
+    b: &impl DevicePtr<u16>,
+    c: &mut Out<'_>,
+    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+) -> Result<Ran> {
+    let bias = bias.map(|b| b as &dyn DevicePtr<f32>);
+    let prep = prepare_with(gpu, opts, p, a, b, c, bias)?;
+    prep.launch(gpu.stream(), a, b, c, bias)?;
+    Ok(Ran {
+        variant: prep.variant(),
+        padded: prep.padding(),
     })
 }
 
@@ -89,7 +124,7 @@ pub(super) fn finish(
     p: &Problem,
     x: &Inputs,
     got: Vec<f32>,
-    variant: Variant,
+    ran: Ran,
     seed: u64,
 ) -> Result<Checked> {
     let which = elements_to_check(p, 4096, seed);
@@ -99,7 +134,8 @@ pub(super) fn finish(
     let checked = compare(p, x, &got, &which)?;
     Ok(Checked {
         problem: *p,
-        variant,
+        variant: ran.variant,
+        padded: ran.padded,
         checked,
     })
 }
@@ -141,11 +177,30 @@ pub fn validate_sim_tuned(
     with_bias: bool,
     seed: u64,
 ) -> Result<Checked> {
-    check_sim(variant, tuning, p)?;
-    sim.check_fits(p.bytes()?, &format!("hgemm {}: A, B and C", p.shape()))?;
+    validate_sim_with(sim, variant, tuning, Padding::Never, p, with_bias, seed)
+}
+
+/// [`validate_sim_tuned`] under a padding policy: with [`Padding::Auto`] or
+/// [`Padding::Inputs`], `mma_pipeline` takes any pitch through the padded path as the GPU runs
+/// it (the same [`PadPlan`] and [`Copy2d`]s, done on the host), with the scratch's pad columns
+/// NaN, so a kernel that read one would fail.
+pub fn validate_sim_with(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    padding: Padding,
+    p: &Problem,
+    with_bias: bool,
+    seed: u64,
+) -> Result<Checked> {
+    p.check()?;
+    sim_supports_with(variant, tuning, padding, p)?;
+    let scratch = PadPlan::new(p, variant, padding, [0, 0]).scratch_bytes(p)?;
+    let bytes = crate::check::total_bytes("hgemm", &[(p.bytes()?, 1), (scratch, 1)])?;
+    sim.check_fits(bytes, &format!("hgemm {}: A, B, C and scratch", p.shape()))?;
     let x = Inputs::random(p, with_bias, seed)?;
-    let got = sim_output(sim, variant, tuning, p, &x)?;
-    finish(p, &x, got, variant, seed)
+    let (got, padded) = sim_output_with(sim, variant, tuning, padding, p, &x)?;
+    finish(p, &x, got, Ran { variant, padded }, seed)
 }
 
 /// Whether the simulator runs `variant` (at `tuning`) on `p`: a typed refusal if not.
@@ -154,17 +209,28 @@ pub fn check_sim(variant: Variant, tuning: Option<&Tuning>, p: &Problem) -> Resu
     sim_supports(variant, tuning, p)
 }
 
-/// Whether the simulator can run `variant` (with `tuning`) on `p`: not `wgmma_ws` (no model),
-/// and `mma_pipeline` only on pitches that are multiples of 8 elements and, for a tuning
-/// configuration, on the types it is built for; else [`Error::Unsupported`].
+/// Whether the simulator can run `variant` (with `tuning`) on `p` in place: not `wgmma_ws`
+/// (no model), and `mma_pipeline` only on pitches that are multiples of 8 elements and, for a
+/// tuning configuration, on the types it is built for; else [`Error::Unsupported`].
 pub fn sim_supports(variant: Variant, tuning: Option<&Tuning>, p: &Problem) -> Result<()> {
+    sim_supports_with(variant, tuning, Padding::Never, p)
+}
+
+/// [`sim_supports`] under a padding policy: `mma_pipeline` needs aligned pitches only where
+/// `padding` does not copy the operand.
+pub fn sim_supports_with(
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    padding: Padding,
+    p: &Problem,
+) -> Result<()> {
     match variant {
         Variant::Mma => {}
         Variant::MmaPipeline => {
-            if !p.tma_ok([0, 0]) {
+            if !PadPlan::new(p, variant, padding, [0, 0]).apply(p).tma_ok([0, 0]) {
                 return Err(Error::Unsupported {
                     kernel: "hgemm/mma_pipeline".into(),
-                    what: "pitches must be multiples of 8 elements".into(),
+                    what: "pitches must be multiples of 8 elements (padding is off)".into(),
                 });
             }
             // A tuning configuration exists for f16 in and out only: a typed refusal naming it.
@@ -191,12 +257,50 @@ pub fn sim_output(
     p: &Problem,
     x: &Inputs,
 ) -> Result<Vec<f32>> {
+    sim_output_with(sim, variant, tuning, Padding::Never, p, x).map(|(got, _)| got)
+}
+
+/// `rows` copied by `copy` (if the matrix is padded) into scratch of `len` elements that holds
+/// `poison` elsewhere, as the padded path stages it; the source itself otherwise.
+fn staged<'a, T: Copy>(
+    copy: Option<Copy2d>,
+    src: &'a [T],
+    len: usize,
+    poison: T,
+) -> Result<std::borrow::Cow<'a, [T]>> {
+    Ok(match copy {
+        None => std::borrow::Cow::Borrowed(src),
+        Some(c) => {
+            let mut v = vec![poison; len.max(1)];
+            c.host(src, &mut v)?;
+            std::borrow::Cow::Owned(v)
+        }
+    })
+}
+
+/// [`sim_output`] under a padding policy; also returns what was padded. Scratch A and B hold
+/// the caller's rows and NaN in the pad columns; scratch C holds NaN, and the caller's C rows
+/// when β ≠ 0 (the epilogue reads them); the result is scratch C's rows copied back over the
+/// caller's C.
+pub fn sim_output_with(
+    sim: &crate::sim::Simulator,
+    variant: Variant,
+    tuning: Option<&Tuning>,
+    padding: Padding,
+    p: &Problem,
+    x: &Inputs,
+) -> Result<(Vec<f32>, PadPlan)> {
+    const NAN16: u16 = 0x7FFF; // NaN in f16 and in bf16
+    let pad = PadPlan::new(p, variant, padding, [0, 0]);
+    let q = pad.apply(p);
     let info = variant.kernel(tuning);
-    let [la, lb, lc] = p.lens()?;
-    let a = sim.alloc::<u16>(la.max(1), "A")?;
-    sim.write(&a, &x.a)?;
-    let b = sim.alloc::<u16>(lb.max(1), "B")?;
-    sim.write(&b, &x.b)?;
+    let [la, lb, lc] = q.lens()?;
+    let a_in = staged(pad.copy(p, Operand::A), &x.a, la, NAN16)?;
+    let b_in = staged(pad.copy(p, Operand::B), &x.b, lb, NAN16)?;
+    let a = sim.alloc::<u16>(a_in.len().max(1), "A")?;
+    sim.write(&a, &a_in)?;
+    let b = sim.alloc::<u16>(b_in.len().max(1), "B")?;
+    sim.write(&b, &b_in)?;
     let bias = match &x.bias {
         Some(v) => {
             let buf = sim.alloc::<f32>(v.len(), "bias")?;
@@ -216,25 +320,52 @@ pub fn sim_output(
             info,
             entry,
             grid,
-            mma_args(p, [a.addr(), b.addr(), c, bias]),
+            mma_args(&q, [a.addr(), b.addr(), c, bias]),
         )
     };
-    Ok(match p.out {
+    // C in: the caller's (as `Inputs` says), staged into scratch when padded (its rows only
+    // when β ≠ 0, as the GPU path copies them only then); C out: scratch's rows copied back.
+    let c_in = pad.copy(p, Operand::C).filter(|_| p.beta != 0.0);
+    let c_out = pad.copy(p, Operand::C).map(Copy2d::reversed);
+    let got = match p.out {
         DType::F16 | DType::Bf16 => {
-            let c = sim.alloc::<u16>(lc, "C")?;
             let init = x.c_before_half(p);
-            sim.write(&c, &init)?;
+            let cq_in = match (pad.c, c_in) {
+                (None, _) => init.clone(),
+                (Some(_), None) => vec![NAN16; lc.max(1)],
+                (Some(_), copy) => staged(copy, &init, lc, NAN16)?.into_owned(),
+            };
+            let c = sim.alloc::<u16>(cq_in.len().max(1), "C")?;
+            sim.write(&c, &cq_in)?;
             plan(c.addr()).simulate(sim)?;
-            sim.read(&c)?.iter().map(|&h| widen(p.ty, h)).collect()
+            let mut out = sim.read(&c)?;
+            if let Some(copy) = c_out {
+                let mut caller = init;
+                copy.host(&out, &mut caller)?;
+                out = caller;
+            }
+            out.iter().map(|&h| widen(p.ty, h)).collect()
         }
         DType::F32 => {
-            let c = sim.alloc::<f32>(lc, "C")?;
             let init = x.c_before_f32(p);
-            sim.write(&c, &init)?;
+            let cq_in = match (pad.c, c_in) {
+                (None, _) => init.clone(),
+                (Some(_), None) => vec![f32::NAN; lc.max(1)],
+                (Some(_), copy) => staged(copy, &init, lc, f32::NAN)?.into_owned(),
+            };
+            let c = sim.alloc::<f32>(cq_in.len().max(1), "C")?;
+            sim.write(&c, &cq_in)?;
             plan(c.addr()).simulate(sim)?;
-            sim.read(&c)?
+            let mut out = sim.read(&c)?;
+            if let Some(copy) = c_out {
+                let mut caller = init;
+                copy.host(&out, &mut caller)?;
+                out = caller;
+            }
+            out
         }
-    })
+    };
+    Ok((got, pad))
 }
 
 /// Captures a case's inputs, C before and after, and (when every element is checked) the
