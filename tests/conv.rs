@@ -353,3 +353,50 @@ fn the_split_k_fixup_sums_adds_the_bias_and_clamps() {
         }
     }
 }
+
+#[test]
+fn a_cut_launch_is_one_block_per_segment_and_refused_past_the_sms() {
+    // `Reduce::Cut(n)`: the stream-K walk over `tiles · n` blocks. With `n` dividing the
+    // k-tiles every block holds one segment of one tile, the tile's first segment on the lowest
+    // of its `n` blocks (the fix-up waits on later blocks only); otherwise ranges cross tile
+    // ends but still cover every iteration once.
+    use rustile_kernels::gpu::sched::StreamK;
+    for (tiles, k, n) in [
+        (52u32, 72u32, 2u32),
+        (32, 72, 3),
+        (2, 9, 2),
+        (2, 9, 5),
+        (1, 4, 4),
+    ] {
+        let blocks = tma::cut_grid(tiles, n, 132).expect("fits");
+        assert_eq!(blocks, tiles * n);
+        let sk = StreamK {
+            tiles,
+            k_tiles: k,
+            blocks,
+        };
+        let mut seen = vec![0u32; (tiles * k) as usize];
+        for b in 0..blocks {
+            let segs: Vec<_> = sk.segments(b).collect();
+            if k % n == 0 {
+                assert_eq!(segs.len(), 1, "{tiles} {k} {n} block {b}");
+                let s = segs[0];
+                assert_eq!(
+                    (s.t, s.kb, s.ke),
+                    (b / n, (b % n) * k / n, (b % n + 1) * k / n)
+                );
+            }
+            for s in segs {
+                for j in s.kb..s.ke {
+                    seen[(s.t * k + j) as usize] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{tiles} {k} {n}");
+    }
+    // The 7² × 512 layer at batch 32: 104 tiles of 128 × 64 cut in two need 208 blocks.
+    let e = tma::cut_grid(104, 2, 132).unwrap_err();
+    assert!(e.contains("208 blocks") && e.contains("132 SMs"), "{e}");
+    assert!(tma::cut_grid(3, 0, 132).is_err());
+    assert_eq!(tma::cut_grid(52, 2, 132), Ok(104));
+}

@@ -160,6 +160,7 @@ pub fn bench_one(
         Prepared::Plan(plan(p, record, &a)?)
     };
     let kernel = match &prepared {
+        Prepared::Tma(t) if t.cut > 0 => format!("{} cut {}", kernel_label(t.record), t.cut),
         Prepared::Tma(t) if t.stream_k => format!("{} stream-K", kernel_label(t.record)),
         Prepared::Tma(t) if t.splits > 1 => {
             format!("{} split {}", kernel_label(t.record), t.splits)

@@ -157,6 +157,33 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                     },
                 ));
             }
+            // Tiles cut into k-segments, one block each: even cuts (72 k-tiles in 2 or 3),
+            // uneven ones (9 k-tiles in 2 or 5: a block's range crosses into the next tile), one
+            // tile and many, and the 7² × 512 layer at batch 32 on the 128-wide tile (52 tiles
+            // in 104 blocks; the 64-wide tile's 208 blocks would not all be resident).
+            for (n, hw, c, k, bias, cut) in [
+                (2, 9, 24, 40, true, 2),
+                (2, 9, 24, 40, false, 5),
+                (8, 7, 512, 512, true, 2),
+                (8, 7, 512, 512, false, 3),
+                (32, 7, 512, 512, true, 2),
+            ] {
+                if n == 32 && tile_bn != 128 {
+                    continue;
+                }
+                let p = Problem::new(n, hw, hw, c, k, 3, 1, e.dtype).with_epilogue(bias, bias);
+                if runnable(Target::of(backend), record, &p).is_err() {
+                    continue;
+                }
+                out.push(Case::new(
+                    kernel_label(record),
+                    e.dtype,
+                    format!("{} cut {cut}", p.label()),
+                    move |b: &Backend, seed| {
+                        validate_split(b, record, &p, seed, Reduce::Cut(cut)).map(|_| ())
+                    },
+                ));
+            }
         }
     }
     out

@@ -123,6 +123,10 @@ pub struct BenchArgs {
     /// (`--splits 1`: whole tiles)
     #[arg(long)]
     pub stream_k: bool,
+    /// Cut every tile of the TMA kernel into N k-segments, one block each, finished in the
+    /// kernel (64- and 128-wide tiles; tiles · N must not exceed the SMs)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), conflicts_with_all = ["stream_k", "splits"])]
+    pub cut: Option<u32>,
     /// Write conv.json, conv.csv and conv.md here
     #[arg(long, value_name = "DIR", value_parser = writable_dir)]
     pub out: Option<PathBuf>,
@@ -222,10 +226,11 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
         mode: L2Mode::Flush,
     };
     let seed = a.seed.get();
-    let reduce = match (a.stream_k, a.splits) {
-        (true, _) => Reduce::StreamK,
-        (false, Some(s)) => Reduce::Split(s),
-        (false, None) => Reduce::Auto,
+    let reduce = match (a.stream_k, a.splits, a.cut) {
+        (true, _, _) => Reduce::StreamK,
+        (false, Some(s), _) => Reduce::Split(s),
+        (false, None, Some(n)) => Reduce::Cut(n),
+        (false, None, None) => Reduce::Auto,
     };
     let mut rows: Vec<Row> = Vec::new();
     for &batch in &a.batch {

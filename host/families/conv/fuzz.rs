@@ -38,6 +38,7 @@ impl Runner {
             Reduce::Auto => base,
             Reduce::StreamK => format!("{base} stream-K"),
             Reduce::Split(s) => format!("{base} split {s}"),
+            Reduce::Cut(n) => format!("{base} cut {n}"),
         }
     }
 }
@@ -138,8 +139,10 @@ fn run_case(
     then(&got, record, &x)
 }
 
-/// The TMA kernel's reduction: the estimate's choice half the time, else stream-K (tiles up
-/// to 128 wide) or split-K into 2 to 8 parts (at most one per k-tile).
+/// The TMA kernel's reduction: the estimate's choice about half the time, else stream-K
+/// (tiles up to 128 wide), split-K into 2 to 8 parts (at most one per k-tile), or tiles cut
+/// into 2 to 4 k-segments (tiles up to 128 wide, one block per SM, at most 64 blocks: every
+/// sm_90 part has more SMs).
 fn reduction(rng: &mut dyn RngCore, record: &'static KernelInfo, p: &Problem) -> Reduce {
     let bn = match record.launch {
         Launch::Persistent { tile: (_, bn) } => bn,
@@ -148,9 +151,20 @@ fn reduction(rng: &mut dyn RngCore, record: &'static KernelInfo, p: &Problem) ->
     let kt = (p.r * p.s * p.c.div_ceil(rustile_kernels::conv::v05_wgmma::BK as usize)) as u32;
     // Stream-K needs one block per SM (the launcher refuses it for the two-block tile).
     let one_block = super::tma::blocks_per_sm(record) == 1;
-    match rng.random_range(0..4u32) {
+    let tiles = p.gemm_dims().map_or(u64::MAX, |(m, n, _)| {
+        (m as u64).div_ceil(rustile_kernels::conv::v05_wgmma::BM as u64) * (n as u64).div_ceil(bn.max(1) as u64)
+    });
+    match rng.random_range(0..5u32) {
         0 if bn <= 128 && one_block => Reduce::StreamK,
         1 if kt >= 2 => Reduce::Split(rng.random_range(2..=kt.min(MAX_SPLITS))),
+        2 if bn <= 128 && one_block && kt >= 2 => {
+            let n = rng.random_range(2..=kt.min(4));
+            if tiles * n as u64 <= 64 {
+                Reduce::Cut(n)
+            } else {
+                Reduce::Auto
+            }
+        }
         _ => Reduce::Auto,
     }
 }

@@ -113,6 +113,12 @@ pub enum Reduce {
     Split(u32),
     /// Stream-K over one persistent wave (the 64- and 128-wide tiles).
     StreamK,
+    /// Every tile cut into this many near-equal k-segments, one block each (`tiles · n`
+    /// blocks, all resident: at most one per SM), the first segment adding the others'
+    /// partial sums in the kernel — split-K without the f32 round trip and the fix-up kernel
+    /// (the stream-K walk and fix-up of `tc::ws::run_stream_k` on a grid of `tiles · n`).
+    /// 64- and 128-wide tiles; `Cut(1)` is whole tiles.
+    Cut(u32),
 }
 
 /// Estimated time of `p` at tile width `rec` and `splits` parts on `sms` SMs, in units of one
@@ -222,6 +228,19 @@ pub fn two_blocks_pay(p: &Problem, sms: u64) -> bool {
     tiles >= 5 * sms && p.stride == (1, 1) && (p.k <= 128 || kt <= 4)
 }
 
+/// The blocks of a [`Reduce::Cut`] launch: `tiles · n`, every one resident at once (the first
+/// segment of a tile waits for the others' partial sums), so at most one per SM; the reason
+/// otherwise.
+pub fn cut_grid(tiles: u32, n: u32, sms: u32) -> std::result::Result<u32, String> {
+    let blocks = tiles as u64 * n as u64;
+    if n == 0 || blocks > sms as u64 {
+        return Err(format!(
+            "{tiles} tiles cut into {n} k-segments need {blocks} blocks resident at once (one per SM); the device has {sms} SMs"
+        ));
+    }
+    Ok(blocks as u32)
+}
+
 /// A prepared TMA launch: the tensor maps in device memory, the split-K scratch and the
 /// kernel arguments.
 pub struct TmaLaunch {
@@ -231,6 +250,9 @@ pub struct TmaLaunch {
     pub splits: u32,
     /// Stream-K (then `splits` is 1).
     pub stream_k: bool,
+    /// k-segments per tile of a [`Reduce::Cut`] launch (a stream-K walk over `tiles · cut`
+    /// blocks); 0 otherwise.
+    pub cut: u32,
     /// Whether the epilogue stores through TMA.
     pub tma_store: bool,
     maps: CudaSlice<u8>,
@@ -282,7 +304,7 @@ impl TmaLaunch {
             Reduce::Auto => Reduce::Split(1),
             r => r,
         };
-        let stream_k = reduce == Reduce::StreamK;
+        let stream_k = matches!(reduce, Reduce::StreamK | Reduce::Cut(2..));
         let ctas = blocks_per_sm(record);
         if stream_k && ctas > 1 {
             return Err(Error::Unsupported {
@@ -312,7 +334,13 @@ impl TmaLaunch {
                 })
             }
             Reduce::Split(s) => s,
-            Reduce::StreamK | Reduce::Auto => 1,
+            Reduce::Cut(n) if n == 0 || n > kt => {
+                return Err(Error::InvalidArgument {
+                    kernel: kernel_label(record),
+                    what: format!("k-segments per tile {n}: the reduction has {kt} k-tiles"),
+                })
+            }
+            Reduce::StreamK | Reduce::Auto | Reduce::Cut(_) => 1,
         };
         let scratch_len = if splits > 1 {
             let n = (m as u64 * p.k as u64 * splits as u64) as usize;
@@ -369,7 +397,11 @@ impl TmaLaunch {
                     ),
                 });
             }
-            StreamK::grid(tiles.tiles(), kt, sms)
+            match reduce {
+                Reduce::Cut(n) => cut_grid(tiles.tiles(), n, sms)
+                    .map_err(|what| Error::Unsupported { kernel: kernel_label(record), what })?,
+                _ => StreamK::grid(tiles.tiles(), kt, sms),
+            }
         } else {
             tiles.persistent_grid(sms.saturating_mul(ctas))
         };
@@ -411,6 +443,10 @@ impl TmaLaunch {
             record,
             splits,
             stream_k,
+            cut: match reduce {
+                Reduce::Cut(n) if stream_k => n,
+                _ => 0,
+            },
             tma_store,
             maps,
             scratch,
