@@ -50,14 +50,26 @@ impl Default for TimingConfig {
     }
 }
 
+/// The most timed (or warm-up) repetitions a timing loop takes: a million launches of the
+/// shortest kernel is seconds, of a large one hours; more is a typo (and its event list would
+/// not fit in memory).
+pub const MAX_REPS: usize = 1_000_000;
+
 impl TimingConfig {
-    /// At least one timed repetition ([`Error::Usage`] otherwise: there would be nothing to
-    /// take a median of). Every timing loop checks it before it allocates or launches.
+    /// At least one timed repetition (there would be nothing to take a median of) and at most
+    /// [`MAX_REPS`] of each kind ([`Error::Usage`] otherwise). Every timing loop checks it
+    /// before it allocates or launches.
     pub fn check(&self) -> Result<()> {
         if self.reps == 0 {
             return Err(Error::Usage(
                 "timing: the repetitions must be ≥ 1 (got 0)".into(),
             ));
+        }
+        if self.reps > MAX_REPS || self.warmup > MAX_REPS {
+            return Err(Error::Usage(format!(
+                "timing: at most {MAX_REPS} repetitions and warm-up launches (got {} and {})",
+                self.reps, self.warmup
+            )));
         }
         Ok(())
     }

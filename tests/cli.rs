@@ -93,6 +93,16 @@ fn bad_arguments_are_usage_errors_before_any_gpu_is_opened() {
         "attention validate --quick",
         "attention bench --reps 0",
         "conv bench --cut 0",
+        "conv bench --reps 1000001",
+        "conv bench --warmup 18446744073709551615",
+        "bench copy --reps 18446744073709551615",
+        "hgemm bench --warmup 1000001",
+        "attention bench --reps 99999999999",
+        "overlap --reps 1000001",
+        "overlap --compute-reps 1000001",
+        "launch --reps 1000001",
+        "fuzz --sim --cases 18446744073709551615",
+        "fuzz --cases 100000001",
         "conv bench --cut 2 --stream-k",
         "conv bench --cut 2 --splits 2",
         "attention bench --variants fastest",
@@ -433,6 +443,18 @@ fn oversized_and_empty_shapes_are_typed_errors_before_any_allocation() {
             "`rustile {line}` took {:?}",
             start.elapsed()
         );
+    }
+    // An endless input file is refused after the cap, not read forever.
+    if std::path::Path::new("/dev/zero").exists() {
+        let start = std::time::Instant::now();
+        let out = rustile(&["compare", "/dev/zero", "/dev/zero"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("/dev/zero") && err.contains("larger than 256 MiB"),
+            "{err}"
+        );
+        assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
     }
 }
 

@@ -46,7 +46,8 @@ fn fuzz_family(name: &str) {
     let seed = env_u64("RUSTILE_FUZZ_SEED").unwrap_or(SEED);
     let cases = env_u64("RUSTILE_FUZZ_CASES").map_or(CASES, |n| n as usize);
     let start = Instant::now();
-    let report = fuzz::run(f, &fuzz::Where::Simulator, cases, seed, &|_| {});
+    let report =
+        fuzz::run(f, &fuzz::Where::Simulator, cases, seed, &|_| {}).expect("within MAX_CASES");
     let failures: Vec<String> = report
         .failures()
         .map(|o| {
@@ -128,7 +129,8 @@ fn conv() {
 fn a_seed_replays_the_same_case_and_output() {
     for f in families::all() {
         let name = f.name();
-        let run = fuzz::run(f, &fuzz::Where::Simulator, 6, SEED, &|_| {});
+        let run =
+            fuzz::run(f, &fuzz::Where::Simulator, 6, SEED, &|_| {}).expect("within MAX_CASES");
         for (i, o) in run.outcomes.iter().enumerate() {
             let seed = fuzz::case_seed(SEED, name, i as u64);
             assert_eq!(o.seed, seed, "{name} case {i}");

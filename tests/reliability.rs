@@ -650,3 +650,33 @@ fn an_isolated_sweep_survives_an_injected_trap_and_this_process_then_validates()
         "this process after the isolated sweep",
     );
 }
+
+#[test]
+fn timing_and_fuzz_counts_are_bounded_before_anything_runs() {
+    use rustile::harness::{L2Mode, TimingConfig, MAX_REPS};
+    let cfg = |warmup, reps| TimingConfig {
+        warmup,
+        reps,
+        mode: L2Mode::Rotate,
+    };
+    assert!(cfg(0, 1).check().is_ok());
+    assert!(cfg(MAX_REPS, MAX_REPS).check().is_ok());
+    for (w, r) in [
+        (0, 0),
+        (0, MAX_REPS + 1),
+        (MAX_REPS + 1, 1),
+        (0, usize::MAX),
+    ] {
+        match cfg(w, r).check() {
+            Err(Error::Usage(m)) => assert!(m.contains("repetitions"), "{m}"),
+            other => panic!("warmup {w} reps {r}: {other:?}"),
+        }
+    }
+    // A fuzz run of more cases than it can keep outcomes for is refused, not a capacity
+    // overflow.
+    let f = families::all()[0];
+    match families::fuzz::run(f, &families::fuzz::Where::Simulator, usize::MAX, 1, &|_| {}) {
+        Err(Error::Usage(m)) => assert!(m.contains("at most"), "{m}"),
+        other => panic!("{:?}", other.map(|r| r.outcomes.len())),
+    }
+}

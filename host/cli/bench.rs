@@ -36,10 +36,10 @@ pub enum BenchCommand {
 #[derive(Clone, Debug, Args)]
 pub struct MemoryArgs {
     /// Timed repetitions per row (≥ 1)
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = TimingConfig::default().reps)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = TimingConfig::default().reps)]
     pub reps: usize,
     /// Untimed repetitions first
-    #[arg(long, value_name = "N", default_value_t = TimingConfig::default().warmup)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::warmup, default_value_t = TimingConfig::default().warmup)]
     pub warmup: usize,
     /// Results directory (`memory.json`, `.csv`, `.md`)
     #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]
@@ -152,10 +152,10 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = L2Choice::Both)]
     pub l2: L2Choice,
     /// Timed repetitions per case (≥ 1)
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = TimingConfig::default().reps)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = TimingConfig::default().reps)]
     pub reps: usize,
     /// Untimed repetitions first
-    #[arg(long, value_name = "N", default_value_t = TimingConfig::default().warmup)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::warmup, default_value_t = TimingConfig::default().warmup)]
     pub warmup: usize,
     /// Results directory (`<family>.json` and `.csv`)
     #[arg(long, value_name = "DIR", value_parser = writable_dir, default_value = "target/rustile-bench")]

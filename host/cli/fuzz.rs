@@ -19,7 +19,7 @@ pub struct FuzzArgs {
     #[arg(long, value_name = "FAMILY", value_parser = family_arg())]
     pub family: Option<FamilyArg>,
     /// Random cases in all, shared evenly among the families
-    #[arg(long, value_name = "N", default_value_t = 700, value_parser = super::positive)]
+    #[arg(long, value_name = "N", default_value_t = 700, value_parser = cases)]
     pub cases: usize,
     /// Seed of the run: case i of a family has a seed derived from it, the family and i
     /// (decimal or 0x-hex) [default: the time]
@@ -105,7 +105,7 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
         } else {
             fuzz::Where::On(&backend)
         };
-        let report = fuzz::run(family, &place, cases, seed, &tick);
+        let report = fuzz::run(family, &place, cases, seed, &tick)?;
         let failures: Vec<_> = report.failures().collect();
         println!(
             "{:<10} {:>6} cases, {:>3} failed, {:>7.1} s",
@@ -136,4 +136,13 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
     } else {
         Err(Error::Usage(format!("{failed} fuzz cases failed")))
     }
+}
+
+/// `--cases`: positive and at most [`fuzz::MAX_CASES`].
+fn cases(s: &str) -> std::result::Result<usize, String> {
+    let n = super::positive(s)?;
+    if n > fuzz::MAX_CASES {
+        return Err(format!("`{s}` cases: at most {} per run", fuzz::MAX_CASES));
+    }
+    Ok(n)
 }

@@ -4,7 +4,7 @@
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{positive, Seed};
+use super::Seed;
 use crate::harness::Pairing;
 use crate::hgemm::{self, BLayout, Variant};
 use crate::DType;
@@ -101,10 +101,10 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = OutChoice::Same)]
     pub out: OutChoice,
     /// Timed repetitions per case (≥ 1)
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 30)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = 30)]
     pub reps: usize,
     /// Untimed repetitions first
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::warmup, default_value_t = 5)]
     pub warmup: usize,
     /// mma_pipeline's tile configuration for every kernel that runs it (`default` or a
     /// tuning name)

@@ -275,6 +275,33 @@ pub fn positive(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{s}` is not a positive number"))
 }
 
+/// A repetition count: positive and at most [`crate::harness::MAX_REPS`].
+pub fn reps(s: &str) -> Result<usize, String> {
+    let n = positive(s)?;
+    if n > crate::harness::MAX_REPS {
+        return Err(format!(
+            "`{s}` repetitions: at most {} are taken",
+            crate::harness::MAX_REPS
+        ));
+    }
+    Ok(n)
+}
+
+/// A warm-up count: at most [`crate::harness::MAX_REPS`] (0 is allowed).
+pub fn warmup(s: &str) -> Result<usize, String> {
+    let n = s
+        .trim()
+        .parse::<usize>()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if n > crate::harness::MAX_REPS {
+        return Err(format!(
+            "`{s}` warm-up launches: at most {} are taken",
+            crate::harness::MAX_REPS
+        ));
+    }
+    Ok(n)
+}
+
 /// A directory results can be written to: created if missing, then probed with a file.
 pub fn writable_dir(s: &str) -> Result<PathBuf, String> {
     let dir = PathBuf::from(s);

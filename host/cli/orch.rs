@@ -58,10 +58,10 @@ pub struct OverlapArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive)]
     pub streams: Option<Vec<usize>>,
     /// Timed repetitions [default: 10]
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps)]
     pub reps: Option<usize>,
     /// Kernel launches per chunk [default: calibrated so compute ≈ H2D]
-    #[arg(long, value_name = "K", value_parser = positive)]
+    #[arg(long, value_name = "K", value_parser = crate::cli::reps)]
     pub compute_reps: Option<usize>,
     /// The compute stage: copy, transpose, `gather[:S]` or `gemm[:K[:N]]` (rows of A streamed, B
     /// resident, one SGEMM per chunk; without N the chunk rows and N are calibrated)
@@ -87,7 +87,7 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "N", value_parser = positive, default_value_t = 2000)]
     pub kernels: usize,
     /// Timed repetitions
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 10)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = 10)]
     pub reps: usize,
 }
 
@@ -102,7 +102,7 @@ pub struct MemoryArgs {
     #[arg(long, value_name = "N", value_parser = positive, default_value_t = 100)]
     pub iterations: usize,
     /// Timed repetitions
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 5)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = 5)]
     pub reps: usize,
 }
 

@@ -216,15 +216,24 @@ pub enum Where<'a> {
     On(&'a Backend),
 }
 
+/// The most cases one [`run`] takes (its outcomes are kept in memory: ~100 bytes each).
+pub const MAX_CASES: usize = 100_000_000;
+
 /// Runs `cases` random cases of `family` from `seed` (case `i` has seed
 /// [`case_seed`]`(seed, family, i)`); `progress` is told each case's index as it finishes.
+/// More than [`MAX_CASES`] is an [`Error::Usage`](crate::Error::Usage), before anything runs.
 pub fn run(
     family: &'static dyn Family,
     place: &Where,
     cases: usize,
     seed: u64,
     progress: &(dyn Fn(usize) + Sync),
-) -> Report {
+) -> crate::Result<Report> {
+    if cases > MAX_CASES {
+        return Err(crate::Error::Usage(format!(
+            "fuzz: at most {MAX_CASES} cases per run (got {cases})"
+        )));
+    }
     let start = Instant::now();
     let name = family.name();
     let outcomes = match place {
@@ -245,9 +254,9 @@ pub fn run(
             })
             .collect(),
     };
-    Report {
+    Ok(Report {
         family: name,
         outcomes,
         secs: start.elapsed().as_secs_f64(),
-    }
+    })
 }

@@ -252,7 +252,8 @@ impl Inputs {
             "occupancy.json",
         ];
         if name.starts_with("criterion-") && name.ends_with(".json") {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("unreadable: {e}"))?;
+            let text =
+                crate::results::read_text_capped(path).map_err(|e| format!("unreadable: {e}"))?;
             let v: Value = serde_json::from_str(&text).map_err(|e| format!("bad JSON: {e}"))?;
             if let Some(d) = v.get("device") {
                 self.meta.push((
@@ -272,7 +273,8 @@ impl Inputs {
                 Ok(None)
             };
         }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("unreadable: {e}"))?;
+        let text =
+            crate::results::read_text_capped(path).map_err(|e| format!("unreadable: {e}"))?;
         if name.ends_with(".csv") {
             let n = self.memory_csv(&text, src)?;
             return Ok(Some(format!("{n} memory rows")));

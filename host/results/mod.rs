@@ -69,6 +69,27 @@ fn json_err(e: serde_json::Error) -> Error {
     Error::Usage(format!("result file JSON: {e}"))
 }
 
+/// The largest result or report input file read (result files are kilobytes to a few MB).
+pub const MAX_TEXT_BYTES: u64 = 256 << 20;
+
+/// Reads `path` as UTF-8 text of at most [`MAX_TEXT_BYTES`]: a larger file, or an endless one
+/// (`/dev/zero`, a FIFO that keeps writing), is an `InvalidData` error after reading one byte
+/// past the cap, instead of a read that never ends or fills memory.
+pub fn read_text_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_TEXT_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_TEXT_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_TEXT_BYTES >> 20),
+        ));
+    }
+    Ok(text)
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.display().to_string();
     move |source| Error::Io { path, source }
@@ -116,7 +137,7 @@ impl ResultFile {
 
     /// Reads a file [`ResultFile::write`] wrote.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(io(path))?;
+        let text = read_text_capped(path).map_err(io(path))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| Error::Usage(format!("{}: not JSON: {e}", path.display())))?;
         if v.get("schema").and_then(Value::as_str) != Some(SCHEMA) {

@@ -131,10 +131,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub print_shapes: bool,
     /// Timed repetitions per case (≥ 1)
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 30)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = 30)]
     pub reps: usize,
     /// Untimed repetitions first
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::warmup, default_value_t = 5)]
     pub warmup: usize,
     /// Time without first checking sampled rows against float64
     #[arg(long)]

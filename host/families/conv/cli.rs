@@ -103,10 +103,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub layers: Option<Vec<String>>,
     /// Timed repetitions per case (≥ 1)
-    #[arg(long, value_name = "N", value_parser = positive, default_value_t = 20)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::reps, default_value_t = 20)]
     pub reps: usize,
     /// Untimed repetitions first
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", value_parser = crate::cli::warmup, default_value_t = 3)]
     pub warmup: usize,
     /// Without the cuDNN baseline
     #[arg(long)]
