@@ -444,6 +444,28 @@ fn oversized_and_empty_shapes_are_typed_errors_before_any_allocation() {
             start.elapsed()
         );
     }
+    // A dump of a shape the simulator cannot hold is refused before its inputs are built (it
+    // aborted allocating 2.5 TB of host memory).
+    let dir = std::env::temp_dir().join(format!("rustile-cli-dump-{}", std::process::id()));
+    let dir_s = dir.display().to_string();
+    let args = [
+        "attention",
+        "dump",
+        "--sim",
+        "--out",
+        &dir_s,
+        "--cases",
+        "99999,99999,99999,1,1,128",
+    ];
+    let out = rustile(&args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("rustile: error: out of device memory")
+            && err.contains("the simulator holds at most"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     // An endless input file is refused after the cap, not read forever.
     if std::path::Path::new("/dev/zero").exists() {
         let start = std::time::Instant::now();

@@ -250,6 +250,7 @@ pub fn dump_case(
 ) -> Result<Dumped> {
     let p = Problem::new(dtype, shape);
     p.check()?;
+    backend.check_fits(p.bytes()?, &format!("{}: Q, K, V, O and LSE", p.label()))?;
     let x = Inputs::random(&p, false, seed)?;
     let out = outputs(backend, variant, &p, &x)?;
     let check =

@@ -326,6 +326,24 @@ impl Problem {
         Ok(out)
     }
 
+    /// Bytes a validation run allocates on its back end: Q, K, V and O over their spans (2
+    /// bytes an element) and the f32 log-sum-exp, overflow-checked ([`Error::TooLarge`]).
+    pub fn bytes(&self) -> Result<usize> {
+        let too_large = || Error::TooLarge {
+            kernel: self.label(),
+            what: "the bytes of Q, K, V, O and the LSE overflow usize".into(),
+        };
+        let elems = self
+            .spans()?
+            .iter()
+            .try_fold(0usize, |a, &s| a.checked_add(s))
+            .ok_or_else(too_large)?;
+        elems
+            .checked_mul(2)
+            .and_then(|b| b.checked_add(self.shape.lse_len().checked_mul(4)?))
+            .ok_or_else(too_large)
+    }
+
     /// Checks everything that needs no buffer: dtype, nonzero sizes, head dimension (one the
     /// kernels are built for: [`super::head_dims`]), heads, scale, index limits, and strides
     /// under which distinct rows of a tensor would overlap.

@@ -33,6 +33,9 @@ pub fn validate(
     seed: u64,
 ) -> Result<Checked> {
     p.check()?;
+    // Before any host data is built: the inputs (and the float64 check) scale with the device
+    // buffers.
+    backend.check_fits(p.bytes()?, &format!("{}: Q, K, V, O and LSE", p.label()))?;
     let x = Inputs::random(p, packed, seed)?;
     let out = outputs(backend, variant, p, &x)?;
     let rows = rows_to_check(p, seed);

@@ -143,6 +143,7 @@ pub fn bench_one(
 ) -> Result<Row> {
     p.check()?;
     runnable(Target::gpu(gpu), record, p)?;
+    gpu.check_fits(p.bytes()?, &format!("{}: x, w, y and bias", p.label()))?;
     let x = Inputs::random(p, seed)?;
     let bufs = GpuBufs::new(gpu, p, &x)?;
     let mut baselines: Vec<(String, BaselineFn<'_>)> = if with_baselines {

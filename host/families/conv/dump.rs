@@ -231,6 +231,8 @@ pub fn dump(
     dir: &Path,
 ) -> Result<Dumped> {
     let p = problem;
+    p.check()?;
+    backend.check_fits(p.bytes()?, &format!("{}: x, w, y and bias", p.label()))?;
     let x = Inputs::random(p, seed)?;
     let y = output(backend, record, p, &x)?;
     let which = elements_to_check(p, seed)?;

@@ -294,6 +294,17 @@ impl Problem {
         ])
     }
 
+    /// Bytes of x, w and y in the problem's dtype and the f32 bias, overflow-checked: what a
+    /// validation or bench run allocates on its back end.
+    pub fn bytes(&self) -> Result<usize> {
+        let [lx, lw, ly] = self.lens()?;
+        lx.checked_add(lw)
+            .and_then(|v| v.checked_add(ly))
+            .and_then(|v| v.checked_mul(self.dtype.bytes()))
+            .and_then(|v| v.checked_add(self.k.checked_mul(4)?))
+            .ok_or_else(|| too_large("the bytes of x, w, y and the bias overflow usize".into()))
+    }
+
     /// The implicit GEMM's `(rows = N·P·Q, cols = K, reduction = R·S·C)`.
     pub fn gemm_dims(&self) -> Result<(usize, usize, usize)> {
         let (p, q) = self.out_hw()?;

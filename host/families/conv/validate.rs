@@ -140,6 +140,9 @@ pub fn validate_split(
     seed: u64,
     reduce: Reduce,
 ) -> Result<Checked> {
+    p.check()?;
+    // Before any host data is built (the inputs and the float64 check scale with the buffers).
+    backend.check_fits(p.bytes()?, &format!("{}: x, w, y and bias", p.label()))?;
     let x = Inputs::random(p, seed)?;
     let got = output_split(backend, record, p, &x, reduce)?;
     let which = elements_to_check(p, seed)?;
