@@ -227,12 +227,74 @@ pub fn read(path: &Path) -> Result<(Vec<usize>, Vec<f32>)> {
     read_as(path)
 }
 
-/// Reads an `.npy` file of `T` ([`from_bytes_as`]).
-pub fn read_as<T: NpyElem>(path: &Path) -> Result<(Vec<usize>, Vec<T>)> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+/// The largest `.npy` header read (NumPy writes tens of bytes; version 2 allows 4 GiB).
+pub const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// The bytes of the `.npy` file at `path`, read no further than its header says the data
+/// goes: the magic, version and header first (a file that is not `.npy`, or whose header is
+/// over [`MAX_HEADER_BYTES`], is refused after those few bytes), then at most the shape's
+/// element count × the type's size and one byte more (which the parsers report as a length
+/// mismatch). An endless or huge input (`/dev/zero`, a header claiming more data than the
+/// file has) is never read into memory whole.
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let io = |source| Error::Io {
         path: path.display().to_string(),
         source,
-    })?;
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    (&mut f).take(12).read_to_end(&mut bytes).map_err(io)?;
+    let header_len = match (bytes.get(..6), bytes.get(6)) {
+        (Some(m), Some(1)) if m == MAGIC && bytes.len() >= 10 => {
+            u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10
+        }
+        (Some(m), Some(2)) if m == MAGIC && bytes.len() >= 12 => {
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize + 12
+        }
+        // Not .npy (or version 3+): the parsers say which, from these bytes.
+        _ => return Ok(bytes),
+    };
+    if header_len > MAX_HEADER_BYTES {
+        return Err(Error::InvalidArgument {
+            kernel: format!("npy {}", path.display()),
+            what: format!("a header of {header_len} bytes (at most {MAX_HEADER_BYTES} are read)"),
+        });
+    }
+    (&mut f)
+        .take((header_len - bytes.len()) as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    let data = header_of(&bytes)
+        .ok()
+        .and_then(|(h, _, _)| data_bytes(h))
+        .unwrap_or(0);
+    f.take(data as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok(bytes)
+}
+
+/// The data bytes an `.npy` header announces (elements of its shape × the item size its
+/// `descr` ends with), if it can be read and does not overflow.
+fn data_bytes(header: &str) -> Option<usize> {
+    let field = |key: &str| -> Option<&str> {
+        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+        Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
+    };
+    let descr = field("descr")?.strip_prefix('\'')?.split_once('\'')?.0;
+    let digits = descr.trim_start_matches(|c: char| !c.is_ascii_digit());
+    let item: usize = digits.parse().ok()?;
+    let dims = field("shape")?.strip_prefix('(')?.split_once(')')?.0;
+    dims.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .try_fold(item, |a, s| a.checked_mul(s.parse::<usize>().ok()?))
+}
+
+/// Reads an `.npy` file of `T` ([`from_bytes_as`]).
+pub fn read_as<T: NpyElem>(path: &Path) -> Result<(Vec<usize>, Vec<T>)> {
+    let bytes = read_file(path)?;
     from_bytes_as(&bytes).map_err(|e| match e {
         Error::InvalidArgument { what, .. } => Error::InvalidArgument {
             kernel: format!("npy {}", path.display()),

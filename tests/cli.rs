@@ -477,6 +477,22 @@ fn oversized_and_empty_shapes_are_typed_errors_before_any_allocation() {
             "{err}"
         );
         assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+        // An .npy input is read no further than its header says: /dev/zero is not .npy.
+        let out_npy =
+            std::env::temp_dir().join(format!("rustile-cli-zero-{}.npy", std::process::id()));
+        let out = rustile(&[
+            "run",
+            "copy",
+            "--sim",
+            "--in",
+            "/dev/zero",
+            "--out",
+            &out_npy.display().to_string(),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("not an .npy file"), "{err}");
+        assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
     }
 }
 

@@ -528,3 +528,55 @@ fn bf16_is_read_from_u2_only_when_asked_and_from_ml_dtypes_v2() {
     assert_eq!(Tensor::read(&v2, false).unwrap().data, Data::Bf16(bits));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn npy_files_are_read_no_further_than_their_header_says() {
+    use rustile::npy;
+    let dir = std::env::temp_dir().join(format!("rustile-npy-bounds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let header = |h: &str| {
+        let mut h = h.as_bytes().to_vec();
+        while (10 + h.len() + 1) % 64 != 0 {
+            h.push(b' ');
+        }
+        h.push(b'\n');
+        let mut b = b"\x93NUMPY\x01\x00".to_vec();
+        b.extend((h.len() as u16).to_le_bytes());
+        b.extend(h);
+        b
+    };
+    // A shape of 10^12 elements over 16 bytes of data: only those are read, then refused.
+    let mut big = header("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }");
+    big.extend([0u8; 16]);
+    let p = write("big.npy", &big);
+    assert_eq!(npy::read_file(&p).unwrap().len(), big.len());
+    let e = npy::read(&p).unwrap_err().to_string();
+    assert!(e.contains("16 bytes follow the header"), "{e}");
+    // More data than the shape needs: one byte past it is read, and the length is refused.
+    let mut long = header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }");
+    let head = long.len();
+    long.extend([0u8; 4096]);
+    let p = write("long.npy", &long);
+    assert_eq!(npy::read_file(&p).unwrap().len(), head + 9);
+    assert!(npy::read(&p).is_err());
+    // A version-2 header of 4 GiB is refused after its 12 bytes.
+    let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+    v2.extend(u32::MAX.to_le_bytes());
+    v2.extend([b' '; 64]);
+    let p = write("v2.npy", &v2);
+    let e = npy::read(&p).unwrap_err().to_string();
+    assert!(e.contains("at most 1048576"), "{e}");
+    // Not .npy at all: the first bytes say so.
+    if std::path::Path::new("/dev/zero").exists() {
+        let e = npy::read(std::path::Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not an .npy file"), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -102,10 +102,7 @@ impl Tensor {
     /// Reads an `.npy` file: `<f4`, `<f2`, `<V2` (ml_dtypes bf16) or `<u2` (bf16 bits when
     /// `u2_is_bf16`, else refused, naming `--dtype bf16`).
     pub fn read(path: &Path, u2_is_bf16: bool) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let bytes = crate::npy::read_file(path)?;
         let named = |e: Error| match e {
             Error::InvalidArgument { what, .. } => Error::InvalidArgument {
                 kernel: format!("npy {}", path.display()),
