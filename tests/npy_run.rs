@@ -541,7 +541,7 @@ fn npy_files_are_read_no_further_than_their_header_says() {
     };
     let header = |h: &str| {
         let mut h = h.as_bytes().to_vec();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(b' ');
         }
         h.push(b'\n');
