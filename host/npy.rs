@@ -176,10 +176,7 @@ pub fn from_bytes_as<T: NpyElem>(bytes: &[u8]) -> Result<(Vec<usize>, Vec<T>)> {
         kernel: "npy".into(),
         what,
     };
-    let field = |key: &str| -> Option<&str> {
-        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
-        Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
-    };
+    let field = |key: &str| header_field(header, key);
     let descr = field("descr").ok_or_else(|| bad(format!("no 'descr' in {header:?}")))?;
     if !descr.starts_with(&format!("'{}'", T::DESCR)) {
         return Err(bad(format!(
@@ -275,13 +272,16 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The text after `'key':` in an `.npy` header (leading spaces trimmed).
+fn header_field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+    Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
+}
+
 /// The data bytes an `.npy` header announces (elements of its shape × the item size its
 /// `descr` ends with), if it can be read and does not overflow.
 fn data_bytes(header: &str) -> Option<usize> {
-    let field = |key: &str| -> Option<&str> {
-        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
-        Some(header[at..].trim_start().strip_prefix(':')?.trim_start())
-    };
+    let field = |key: &str| header_field(header, key);
     let descr = field("descr")?.strip_prefix('\'')?.split_once('\'')?.0;
     let digits = descr.trim_start_matches(|c: char| !c.is_ascii_digit());
     let item: usize = digits.parse().ok()?;

@@ -277,14 +277,7 @@ pub fn positive(s: &str) -> Result<usize, String> {
 
 /// A repetition count: positive and at most [`crate::harness::MAX_REPS`].
 pub fn reps(s: &str) -> Result<usize, String> {
-    let n = positive(s)?;
-    if n > crate::harness::MAX_REPS {
-        return Err(format!(
-            "`{s}` repetitions: at most {} are taken",
-            crate::harness::MAX_REPS
-        ));
-    }
-    Ok(n)
+    positive(s).and_then(|n| at_most_max_reps(s, n, "repetitions"))
 }
 
 /// A warm-up count: at most [`crate::harness::MAX_REPS`] (0 is allowed).
@@ -293,9 +286,13 @@ pub fn warmup(s: &str) -> Result<usize, String> {
         .trim()
         .parse::<usize>()
         .map_err(|_| format!("`{s}` is not a number"))?;
+    at_most_max_reps(s, n, "warm-up launches")
+}
+
+fn at_most_max_reps(s: &str, n: usize, what: &str) -> Result<usize, String> {
     if n > crate::harness::MAX_REPS {
         return Err(format!(
-            "`{s}` warm-up launches: at most {} are taken",
+            "`{s}` {what}: at most {} are taken",
             crate::harness::MAX_REPS
         ));
     }
