@@ -399,4 +399,17 @@ fn a_cut_launch_is_one_block_per_segment_and_refused_past_the_sms() {
     assert!(e.contains("208 blocks") && e.contains("132 SMs"), "{e}");
     assert!(tma::cut_grid(3, 0, 132).is_err());
     assert_eq!(tma::cut_grid(52, 2, 132), Ok(104));
+    // With no width pinned (`--variants wgmma --cut N`), a cut runs at the widest tile that
+    // fits: 7² × 512 at batch 32 is 1568 × 512, 52 tiles of 128 × 128 (cut 2: 104 blocks), 104
+    // of 128 × 64.
+    use rustile_kernels::conv::v05_wgmma as v05;
+    let p = Problem::new(32, 7, 7, 512, 512, 3, 1, DType::F16);
+    assert_eq!(tma::cut_width(&p, 2, 132).name, v05::INFO.name);
+    assert_eq!(tma::cut_width(&p, 1, 132).name, v05::INFO.name);
+    // Cut 3 fits no width (156 and 312 blocks): the 64-wide, whose launch reports it.
+    assert_eq!(tma::cut_width(&p, 3, 132).name, v05::WIDTHS[0].name);
+    // 14² × 512 at stride 2 is the same GEMM.
+    let p = p.with_stride(2);
+    let p = Problem { h: 14, w: 14, ..p };
+    assert_eq!(tma::cut_width(&p, 2, 132).name, v05::INFO.name);
 }

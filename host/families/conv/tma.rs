@@ -241,6 +241,28 @@ pub fn cut_grid(tiles: u32, n: u32, sms: u32) -> std::result::Result<u32, String
     Ok(blocks as u32)
 }
 
+/// The width the ladder record (`wgmma`, no width pinned) runs a [`Reduce::Cut`]`(n)` at: the
+/// widest of the 64- and 128-wide tiles whose `tiles · n` blocks fit one per SM (the 7² × 512
+/// layers: 52 tiles of 128 × 128, cut in two on 104 SMs), else the 64-wide one (whose launch
+/// then reports that it does not fit).
+pub fn cut_width(p: &Problem, n: u32, sms: u32) -> &'static KernelInfo {
+    let Ok((m, k, _)) = p.gemm_dims() else {
+        return WIDTHS[0];
+    };
+    WIDTHS[..2]
+        .iter()
+        .rev()
+        .find(|rec| {
+            let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
+                return false;
+            };
+            let tiles = (m as u64).div_ceil(bm as u64) * (k as u64).div_ceil(bn as u64);
+            tiles.saturating_mul(n.max(1) as u64) <= sms as u64
+        })
+        .copied()
+        .unwrap_or(WIDTHS[0])
+}
+
 /// A prepared TMA launch: the tensor maps in device memory, the split-K scratch and the
 /// kernel arguments.
 pub struct TmaLaunch {
@@ -287,7 +309,11 @@ impl TmaLaunch {
         tma_stores: bool,
     ) -> Result<Self> {
         let (auto_rec, auto_reduce) = choose(p, gpu.info().sm_count)?;
-        let record = width.unwrap_or(auto_rec);
+        let record = match (width, reduce) {
+            (Some(w), _) => w,
+            (None, Reduce::Cut(n)) => cut_width(p, n, gpu.info().sm_count),
+            (None, _) => auto_rec,
+        };
         supports(p, record)?;
         let Launch::Persistent { tile: (_, bn) } = record.launch else {
             return Err(Error::Unsupported {
