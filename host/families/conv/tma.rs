@@ -168,6 +168,37 @@ fn estimate_stream_k(p: &Problem, rec: &KernelInfo, eff: f64, sms: u64) -> Optio
     Some(bn as f64 * (per_sm / eff + 3.0 * stores + 6.0 * readers))
 }
 
+/// The cost of each k-segment past the first of a [`Reduce::Cut`] tile, in k-tile columns: the
+/// later segments' f32 partial sums stored, flagged and read back by the first (through L2,
+/// one after another). Calibrated on the H200 (2026-12-03,
+/// `bench-results/2026-12-03-h200-conv-cut/`): the 7² × 512 layers' 52 tiles of 128 × 128 cut in
+/// two ran in 0.92× the time of their 104 whole tiles of 128 × 64 (24.9–25.5 against
+/// 27.0–27.3 µs), where [`estimate`]'s efficiencies alone would say 0.83×.
+pub const CUT_SEGMENT_COST: f64 = 4.4;
+
+/// The most k-segments [`choose`] cuts a tile into (`--cut N` may ask for more).
+pub const MAX_CUT: u32 = 4;
+
+/// [`estimate`] for [`Reduce::Cut`]`(n)` at width `rec`: one wave of `tiles · n` blocks (so
+/// `None` past `sms`, and for the 256-wide tile, which has no stream-K), each
+/// `k-tiles / n` k-tiles plus the epilogue and [`CUT_SEGMENT_COST`] per later segment.
+fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Option<f64> {
+    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
+        return None;
+    };
+    if bn > 128 || n < 2 {
+        return None;
+    }
+    let (m, k, _) = p.gemm_dims().ok()?;
+    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
+    let tiles = (m as u64).div_ceil(bm as u64) * (k as u64).div_ceil(bn as u64);
+    if n > kt || tiles * n as u64 > sms || tiles * kt as u64 >= u32::MAX as u64 {
+        return None;
+    }
+    let seg = (kt as f64 / n as f64).ceil();
+    Some(bn as f64 * (seg / eff + 3.0 + CUT_SEGMENT_COST * (n - 1) as f64))
+}
+
 /// The tile width (a record of [`WIDTHS`], or [`WIDTHS_X2`] where [`two_blocks_pay`]) and
 /// split-K parts for `p` on `sms` SMs: the pair
 /// with the least estimated time (wider tiles reuse each A load over more output
@@ -193,6 +224,13 @@ pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
             };
             if best.is_none_or(|(bt, _, _)| t < bt * 0.97) {
                 best = Some((t, rec, Reduce::Split(splits)));
+            }
+        }
+        for n in 2..=MAX_CUT {
+            if let Some(t) = estimate_cut(p, rec, eff, n, sms) {
+                if best.is_none_or(|(bt, _, _)| t < bt * 0.97) {
+                    best = Some((t, rec, Reduce::Cut(n)));
+                }
             }
         }
         if STREAM_K_ENABLED {
