@@ -179,8 +179,16 @@ pub const CUT_SEGMENT_COST: f64 = 4.4;
 /// The most k-segments [`choose`] cuts a tile into (`--cut N` may ask for more).
 pub const MAX_CUT: u32 = 4;
 
+/// The fewest k-tiles per segment [`choose`] cuts into. Measured on the H200 (2026-12-03,
+/// `bench-results/2026-12-03-h200-conv-cut/run3/b1.log`): at batch 1, segments of 4–8 k-tiles
+/// (64-wide tiles cut in two) ran 1.02–1.3× slower than whole tiles on 6 of 7 layers (the
+/// partial sums' store, flag and read are latency the short reduction does not hide), while
+/// the 7² × 512 layers' segments of 36 gained 1.08×.
+pub const MIN_CUT_SEGMENT: u32 = 16;
+
 /// [`estimate`] for [`Reduce::Cut`]`(n)` at width `rec`: one wave of `tiles · n` blocks (so
-/// `None` past `sms`, and for the 256-wide tile, which has no stream-K), each
+/// `None` past `sms`, for segments shorter than [`MIN_CUT_SEGMENT`], and for the 256-wide
+/// tile, which has no stream-K), each
 /// `k-tiles / n` k-tiles plus the epilogue and [`CUT_SEGMENT_COST`] per later segment.
 fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Option<f64> {
     let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
@@ -192,7 +200,11 @@ fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Op
     let (m, k, _) = p.gemm_dims().ok()?;
     let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
     let tiles = (m as u64).div_ceil(bm as u64) * (k as u64).div_ceil(bn as u64);
-    if n > kt || tiles * n as u64 > sms || tiles * kt as u64 >= u32::MAX as u64 {
+    if n > kt
+        || kt / n < MIN_CUT_SEGMENT
+        || tiles * n as u64 > sms
+        || tiles * kt as u64 >= u32::MAX as u64
+    {
         return None;
     }
     let seg = (kt as f64 / n as f64).ceil();
