@@ -111,7 +111,8 @@ pub enum Reduce {
     Auto,
     /// Split-K into this many parts (1: whole tiles), f32 partial sums and a fix-up kernel.
     Split(u32),
-    /// Stream-K over one persistent wave (the 64- and 128-wide tiles).
+    /// Stream-K over one persistent wave (the 64- and 128-wide tiles; with no width pinned,
+    /// the 128-wide one).
     StreamK,
     /// Every tile cut into this many near-equal k-segments, one block each (`tiles · n`
     /// blocks, all resident: at most one per SM), the first segment adding the others'
@@ -362,6 +363,9 @@ impl TmaLaunch {
         let record = match (width, reduce) {
             (Some(w), _) => w,
             (None, Reduce::Cut(n)) => cut_width(p, n, gpu.info().sm_count),
+            // Forced stream-K on the ladder record runs its own 128-wide tile (`wgmma_n64`
+            // pins the 64-wide one).
+            (None, Reduce::StreamK) => &v05::INFO,
             (None, _) => auto_rec,
         };
         supports(p, record)?;
