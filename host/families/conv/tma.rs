@@ -174,7 +174,7 @@ fn estimate_stream_k(p: &Problem, rec: &KernelInfo, eff: f64, sms: u64) -> Optio
 /// one after another). Calibrated on the H200 (2026-12-03,
 /// `bench-results/2026-12-03-h200-conv-cut/`): the 7² × 512 layers' 52 tiles of 128 × 128 cut in
 /// two ran in 0.92× the time of their 104 whole tiles of 128 × 64 (24.9–25.5 against
-/// 27.0–27.3 µs), where [`estimate`]'s efficiencies alone would say 0.83×.
+/// 27.0–27.3 µs), where the estimate's efficiencies alone would say 0.83×.
 pub const CUT_SEGMENT_COST: f64 = 4.4;
 
 /// The most k-segments [`choose`] cuts a tile into (`--cut N` may ask for more).
