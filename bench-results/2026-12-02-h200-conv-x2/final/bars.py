@@ -2,7 +2,7 @@
 baseline seen per layer and dtype: ../../2026-12-01-h200-conv-3/tables.md's "fastest cuDNN
 fused seen" and "fastest PyTorch conv alone seen" columns, and this run's in-process cuDNN
 fused time if faster. Usage: python3 final/bars.py > final/bars.md"""
-import json, os
+import json, os, sys
 here = os.path.dirname(os.path.abspath(__file__))
 strict = {}
 dt = None
@@ -13,7 +13,8 @@ for l in open(os.path.join(here, '../../2026-12-01-h200-conv-3/tables.md')):
     c = [x.strip() for x in l.split('|')]
     if dt and len(c) > 12 and c[1][:1] in 'ls' and c[1] != 'layer':
         strict[(c[1], dt)] = (max(float(c[7]), float(c[10])), c[2])
-rows = json.load(open(os.path.join(here, 'conv-b32/conv.json')))
+# Another run's conv.json as the argument (session 8: ../../2026-12-03-h200-conv-cut/run4).
+rows = json.load(open(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, 'conv-b32/conv.json')))
 rows = rows['rows'] if isinstance(rows, dict) else rows
 print('| layer | dtype | shape | rustile kernel | TFLOP/s | cuDNN fused (this run) | strict baseline | strict × | bar |')
 print('|---|---|---|---|---:|---:|---:|---:|---|')
