@@ -212,6 +212,17 @@ fn im2col_geometry_and_tile_choice() {
             "{name}: {r:?}"
         );
     }
+    // Batch 1: split-K where the reduction is long (7² × 512: 72 k-tiles, measured 2×), whole
+    // tiles where it is 16 k-tiles (l4.b0.conv1, l3.b1.conv1, l4.b0.down: split measured
+    // 1.08–1.16× slower).
+    let split_at_b1 = |hw, c, k, rs, stride| {
+        let p = Problem::new(1, hw, hw, c, k, rs, rs / 2, DType::F16).with_stride(stride);
+        tma::choose(&p, 132).unwrap().1
+    };
+    assert!(matches!(split_at_b1(7, 512, 512, 3, 1), tma::Reduce::Split(s) if s > 1));
+    assert_eq!(split_at_b1(14, 1024, 512, 1, 1), tma::Reduce::Split(1));
+    assert_eq!(split_at_b1(14, 1024, 256, 1, 1), tma::Reduce::Split(1));
+    assert_eq!(split_at_b1(14, 1024, 2048, 1, 2), tma::Reduce::Split(1));
     // At batch 1 the segments would be short (measured slower): no layer cuts.
     for (name, p) in conv::shapes::resnet50(1, DType::F16) {
         if let Ok((_, r)) = tma::choose(&p, 132) {

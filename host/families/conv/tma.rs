@@ -122,6 +122,14 @@ pub enum Reduce {
     Cut(u32),
 }
 
+/// The split-K fix-up kernel's launch and the wait for it, in the estimate's units (k-tile
+/// columns). Was 400; measured on the H200 at batch 1 (2026-12-03,
+/// `bench-results/2026-12-03-h200-conv-cut/run7/`, split against whole 64-wide tiles in one
+/// process): split won on reductions of 32–72 k-tiles (1.3–2.1×), tied at 18 and lost at 16
+/// (1.08–1.16× slower on l3.b1.conv1, l4.b0.conv1, l4.b0.down), where 400 still split. 900 keeps
+/// the wins and drops the losses.
+pub const SPLIT_LAUNCH_COST: f64 = 900.0;
+
 /// Estimated time of `p` at tile width `rec` and `splits` parts on `sms` SMs, in units of one
 /// column of one k-tile: whole waves of tiles, each `k-tiles / splits` k-tiles of
 /// `BN / efficiency` plus its epilogue (the output tile's stores, ~3 k-tile columns per column
@@ -139,8 +147,9 @@ fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> O
         0.0
     } else {
         // The combine kernel reads splits · 4 and writes 2 bytes per output, spread over the
-        // whole GPU, plus a launch.
-        (m * n) as f64 * (4.0 * splits as f64 + 2.0) / (sms as f64 * 128.0 * 2.0 / 3.0) + 400.0
+        // whole GPU, plus its launch (SPLIT_LAUNCH_COST).
+        (m * n) as f64 * (4.0 * splits as f64 + 2.0) / (sms as f64 * 128.0 * 2.0 / 3.0)
+            + SPLIT_LAUNCH_COST
     };
     Some(waves * bn as f64 * (kt / splits as f64 / eff + store) + fixup)
 }
