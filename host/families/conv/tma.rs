@@ -130,17 +130,30 @@ pub enum Reduce {
 /// the wins and drops the losses.
 pub const SPLIT_LAUNCH_COST: f64 = 900.0;
 
+/// The k-tiles of `p`'s reduction: `R·S` taps × `⌈C/64⌉` channel chunks.
+fn k_tiles(p: &Problem) -> u32 {
+    (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32
+}
+
+/// The output tiles of `p` at the persistent record `rec`'s tile, and the tile's width;
+/// `None` for another launch or a shape with no output.
+fn tiles_of(p: &Problem, rec: &KernelInfo) -> Option<(u64, u32)> {
+    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
+        return None;
+    };
+    let (m, n, _) = p.gemm_dims().ok()?;
+    Some(((m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64), bn))
+}
+
 /// Estimated time of `p` at tile width `rec` and `splits` parts on `sms` SMs, in units of one
 /// column of one k-tile: whole waves of tiles, each `k-tiles / splits` k-tiles of
 /// `BN / efficiency` plus its epilogue (the output tile's stores, ~3 k-tile columns per column
 /// at the H200's bandwidth per SM, and with split-K the f32 partials and their fix-up).
 fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> Option<f64> {
-    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
-        return None;
-    };
+    let (tiles, bn) = tiles_of(p, rec)?;
     let (m, n, _) = p.gemm_dims().ok()?;
-    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as f64;
-    let tiles = (m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64) * splits as u64;
+    let kt = k_tiles(p) as f64;
+    let tiles = tiles * splits as u64;
     let waves = tiles.div_ceil(sms) as f64;
     let store = if splits == 1 { 3.0 } else { 6.0 };
     let fixup = if splits == 1 {
@@ -160,15 +173,11 @@ fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> O
 /// tile twice). `None` where the kernel has no stream-K (the 256-wide tile) or the iterations
 /// overflow its 32-bit walk.
 fn estimate_stream_k(p: &Problem, rec: &KernelInfo, eff: f64, sms: u64) -> Option<f64> {
-    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
-        return None;
-    };
+    let (tiles, bn) = tiles_of(p, rec)?;
     if bn > 128 {
         return None;
     }
-    let (m, n, _) = p.gemm_dims().ok()?;
-    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as f64;
-    let tiles = (m as u64).div_ceil(bm as u64) * (n as u64).div_ceil(bn as u64);
+    let kt = k_tiles(p) as f64;
     if tiles as f64 * kt >= u32::MAX as f64 {
         return None;
     }
@@ -201,15 +210,11 @@ pub const MIN_CUT_SEGMENT: u32 = 16;
 /// tile, which has no stream-K), each
 /// `k-tiles / n` k-tiles plus the epilogue and [`CUT_SEGMENT_COST`] per later segment.
 fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Option<f64> {
-    let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
-        return None;
-    };
+    let (tiles, bn) = tiles_of(p, rec)?;
     if bn > 128 || n < 2 {
         return None;
     }
-    let (m, k, _) = p.gemm_dims().ok()?;
-    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
-    let tiles = (m as u64).div_ceil(bm as u64) * (k as u64).div_ceil(bn as u64);
+    let kt = k_tiles(p);
     if n > kt
         || kt / n < MIN_CUT_SEGMENT
         || tiles * n as u64 > sms
@@ -227,7 +232,7 @@ fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Op
 /// channels; splitting fills the SMs when there are few tiles).
 pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
     let sms = sms.max(1) as u64;
-    let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
+    let kt = k_tiles(p);
     let (m, n, _) = p.gemm_dims()?;
     let mut best: Option<(f64, &'static KernelInfo, Reduce)> = None;
     for (rec, eff) in WIDTHS.iter().zip([0.72, 0.9, 1.0]) {
@@ -283,7 +288,7 @@ pub fn two_blocks_pay(p: &Problem, sms: u64) -> bool {
     let Ok((m, n, _)) = p.gemm_dims() else {
         return false;
     };
-    let kt = p.r * p.s * p.c.div_ceil(v05::BK as usize);
+    let kt = k_tiles(p);
     let tiles = (m as u64).div_ceil(BM as u64) * (n as u64).div_ceil(64);
     tiles >= 5 * sms && p.stride == (1, 1) && (p.k <= 128 || kt <= 4)
 }
@@ -306,18 +311,12 @@ pub fn cut_grid(tiles: u32, n: u32, sms: u32) -> std::result::Result<u32, String
 /// layers: 52 tiles of 128 × 128, cut in two on 104 SMs), else the 64-wide one (whose launch
 /// then reports that it does not fit).
 pub fn cut_width(p: &Problem, n: u32, sms: u32) -> &'static KernelInfo {
-    let Ok((m, k, _)) = p.gemm_dims() else {
-        return WIDTHS[0];
-    };
     WIDTHS[..2]
         .iter()
         .rev()
         .find(|rec| {
-            let Launch::Persistent { tile: (bm, bn) } = rec.launch else {
-                return false;
-            };
-            let tiles = (m as u64).div_ceil(bm as u64) * (k as u64).div_ceil(bn as u64);
-            tiles.saturating_mul(n.max(1) as u64) <= sms as u64
+            tiles_of(p, rec)
+                .is_some_and(|(tiles, _)| tiles.saturating_mul(n.max(1) as u64) <= sms as u64)
         })
         .copied()
         .unwrap_or(WIDTHS[0])
@@ -386,7 +385,7 @@ impl TmaLaunch {
         };
         let (pp, qq) = p.out_hw()?;
         let (m, _, _) = p.gemm_dims()?;
-        let kt = (p.r * p.s * p.c.div_ceil(v05::BK as usize)) as u32;
+        let kt = k_tiles(p);
         // The estimate's reduction is for its own width; a pinned width gets whole tiles.
         let reduce = match reduce {
             Reduce::Auto if width.is_none() => auto_reduce,
