@@ -110,10 +110,10 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
         rustile_kernels::registry::Launch::Persistent { tile: (_, bn) } => bn,
         _ => 0,
     };
-    let ctas = super::tma::blocks_per_sm(record);
-    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 && ctas > 1 {
-        // Two blocks per SM: stream-K needs every block resident at once (one per SM), so the
-        // launcher refuses it with a typed error.
+    let stream_k = super::tma::stream_k_capable(record);
+    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 && !stream_k {
+        // Two blocks per SM: stream-K needs every block resident at once (one per SM); ping-pong
+        // consumers own whole tiles. The launcher refuses it with a typed error.
         for e in record.symbols {
             let p = Problem::new(8, 7, 7, 512, 512, 3, 1, e.dtype).with_epilogue(true, true);
             out.push(Case::new(
@@ -127,13 +127,13 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                     Ok(_) => Err(Error::Mismatch {
                         kernel: kernel_label(record),
                         shape: p.label(),
-                        detail: "stream-K at two blocks per SM ran instead of being refused".into(),
+                        detail: "stream-K on a width without it (two blocks per SM or ping-pong) ran instead of being refused".into(),
                     }),
                 },
             ));
         }
     }
-    if record.needs.tma && matches!(backend, Backend::Gpu(_)) && tile_bn <= 128 && ctas == 1 {
+    if matches!(backend, Backend::Gpu(_)) && stream_k {
         for e in record.symbols {
             for (n, hw, c, k, rs, bias) in [
                 (2, 9, 24, 40, 3, true),

@@ -99,7 +99,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive,
           default_value = "32")]
     pub batch: Vec<usize>,
-    /// Only the layers whose name contains one of these (e.g. `3x3,1x1`)
+    /// Only the layers whose name or shape contains one of these (e.g. `l4.b1,3x3`)
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub layers: Option<Vec<String>>,
     /// Timed repetitions per case (≥ 1)
@@ -237,7 +237,8 @@ fn bench_cmd(a: &BenchArgs) -> Result<()> {
         for &dtype in &a.types {
             for (name, mut p) in resnet50(batch, dtype) {
                 if let Some(f) = &a.layers {
-                    if !f.iter().any(|s| name.contains(s.as_str())) {
+                    let label = p.label();
+                    if !f.iter().any(|s| name.contains(s.as_str()) || label.contains(s.as_str())) {
                         continue;
                     }
                 }

@@ -149,8 +149,9 @@ fn reduction(rng: &mut dyn RngCore, record: &'static KernelInfo, p: &Problem) ->
         _ => 0,
     };
     let kt = (p.r * p.s * p.c.div_ceil(rustile_kernels::conv::v05_wgmma::BK as usize)) as u32;
-    // Stream-K needs one block per SM (the launcher refuses it for the two-block tile).
-    let one_block = super::tma::blocks_per_sm(record) == 1;
+    // Stream-K needs one block per SM and consumers sharing a tile (the launcher refuses it
+    // for the two-block and ping-pong widths).
+    let one_block = super::tma::stream_k_capable(record);
     let tiles = p.gemm_dims().map_or(u64::MAX, |(m, n, _)| {
         (m as u64).div_ceil(rustile_kernels::conv::v05_wgmma::BM as u64) * (n as u64).div_ceil(bn.max(1) as u64)
     });

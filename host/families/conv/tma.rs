@@ -3,7 +3,7 @@
 //! the persistent launch.
 
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
-use rustile_kernels::conv::v05_wgmma::{self as v05, BM, GROUP_M, WIDTHS, WIDTHS_X2};
+use rustile_kernels::conv::v05_wgmma::{self as v05, BM, GROUP_M, WIDTHS, WIDTHS_PP, WIDTHS_X2};
 use rustile_kernels::conv::{combine, pack};
 use rustile_kernels::gpu::sched::{StreamK, TileGrid};
 use rustile_kernels::registry::{DType, KernelInfo, Launch, Layout};
@@ -226,14 +226,69 @@ fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Op
     Some(bn as f64 * (seg / eff + 3.0 + CUT_SEGMENT_COST * (n - 1) as f64))
 }
 
-/// The tile width (a record of [`WIDTHS`], or [`WIDTHS_X2`] where [`two_blocks_pay`]) and
-/// split-K parts for `p` on `sms` SMs: the pair
-/// with the least estimated time (wider tiles reuse each A load over more output
-/// channels; splitting fills the SMs when there are few tiles).
+/// The ping-pong widths' efficiency ([`WIDTHS_PP`]: 64, 128 wide) in [`estimate_whole`].
+pub const PP_EFF: [f64; 2] = [0.6, 0.85];
+
+/// [`estimate_whole`]'s epilogue costs, in k-tile columns: per ping-pong tile (its epilogue runs
+/// under the other consumer's main loop: only its issue shows), the last ping-pong tile's
+/// (exposed), and the 256-wide tile's per wave.
+pub const PP_TILE_STORE: f64 = 0.5;
+/// See [`PP_TILE_STORE`].
+pub const PP_LAST_STORE: f64 = 4.0;
+/// See [`PP_TILE_STORE`].
+pub const N256_STORE: f64 = 1.0;
+
+/// The estimated time of `p` in whole tiles at `rec` (a ping-pong width or the 256-wide tile)
+/// on `sms` SMs, in [`estimate`]'s units. A ping-pong block runs its tiles' main loops one
+/// after another, each epilogue under the next main loop, so it costs `⌈tiles/sms⌉` main loops
+/// and one exposed epilogue; the 256-wide tile (two consumers on one tile) costs whole waves
+/// of main loop and epilogue. Fitted on the H200 (2026-12-04,
+/// `bench-results/2026-12-04-h200-conv-pingpong/run2/`, every width forced on the ResNet-50
+/// layers at batch 32): with these constants the least estimate is the fastest of the
+/// 64-wide ping-pong, 128-wide ping-pong and 256-wide tiles on 18 of the 19 layers with K > 64,
+/// and within 0.4 % on the last.
+fn estimate_whole(p: &Problem, rec: &KernelInfo, sms: u64) -> Option<f64> {
+    let (tiles, bn) = tiles_of(p, rec)?;
+    let kt = k_tiles(p) as f64;
+    let rounds = tiles.div_ceil(sms) as f64;
+    let bnf = bn as f64;
+    if pingpong(rec) {
+        let eff = if bn <= 64 { PP_EFF[0] } else { PP_EFF[1] };
+        Some(rounds * bnf * (kt / eff + PP_TILE_STORE) + bnf * PP_LAST_STORE)
+    } else {
+        Some(rounds * bnf * (kt + N256_STORE))
+    }
+}
+
+/// The tile width and the sharing-out of the reduction for `p` on `sms` SMs:
+/// - [`WIDTHS_X2`] where [`two_blocks_pay`];
+/// - with more 128 × 64 tiles than SMs (every SM busy on whole tiles: split-K and cut tiles
+///   have not paid there): the least [`estimate_whole`] of the ping-pong widths
+///   ([`WIDTHS_PP`]) and the 256-wide tile, whole tiles;
+/// - else (few tiles) the width, split-K parts or cut with the least [`estimate`] /
+///   [`estimate_cut`] (wider tiles reuse each A load over more output channels; splitting
+///   fills the SMs), a whole-tile pick of the 64- or 128-wide tile going to its ping-pong form
+///   ([`PP_FEW_TILES`]).
 pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
     let sms = sms.max(1) as u64;
     let kt = k_tiles(p);
     let (m, n, _) = p.gemm_dims()?;
+    if two_blocks_pay(p, sms) {
+        return Ok((WIDTHS_X2[0], Reduce::Split(1)));
+    }
+    if tiles_of(p, WIDTHS[0]).is_some_and(|(tiles, _)| tiles > sms) {
+        let mut best: Option<(f64, &'static KernelInfo)> = None;
+        for rec in [WIDTHS_PP[0], WIDTHS_PP[1], WIDTHS[2]] {
+            if let Some(t) = estimate_whole(p, rec, sms) {
+                if best.is_none_or(|(bt, _)| t < bt) {
+                    best = Some((t, rec));
+                }
+            }
+        }
+        if let Some((_, rec)) = best {
+            return Ok((rec, Reduce::Split(1)));
+        }
+    }
     let mut best: Option<(f64, &'static KernelInfo, Reduce)> = None;
     for (rec, eff) in WIDTHS.iter().zip([0.72, 0.9, 1.0]) {
         let max_splits = if SPLIT_K_ENABLED {
@@ -268,29 +323,40 @@ pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {
             }
         }
     }
-    if two_blocks_pay(p, sms) {
-        return Ok((WIDTHS_X2[0], Reduce::Split(1)));
-    }
-    Ok(best
-        .map(|(_, r, s)| (r, s))
-        .unwrap_or((&v05::INFO, Reduce::Split(1))))
+    Ok(match best {
+        Some((_, rec, Reduce::Split(1))) if PP_FEW_TILES && !std::ptr::eq(rec, WIDTHS[2]) => {
+            let pp = if std::ptr::eq(rec, WIDTHS[0]) { 0 } else { 1 };
+            (WIDTHS_PP[pp], Reduce::Split(1))
+        }
+        Some((_, rec, r)) => (rec, r),
+        None => (&v05::INFO, Reduce::Split(1)),
+    })
 }
 
+/// Whether [`choose`]'s few-tile branch runs a whole-tile 64- or 128-wide pick with ping-pong
+/// consumers ([`WIDTHS_PP`]). Measured on the H200 at batch 32 with at most one tile per SM
+/// (2026-12-04, `bench-results/2026-12-04-h200-conv-pingpong/run2/`): the 64-wide ping-pong
+/// 1.05–1.13× the 64-wide tile on the four 7² layers (104 tiles), the 128-wide 1.07–1.08× the
+/// 128-wide tile on the 14² 3×3 layers (98 tiles): one warpgroup per tile issues the same
+/// `wgmma`s with its epilogue off the other's path.
+pub const PP_FEW_TILES: bool = true;
+
 /// Whether the 64-wide tile at two blocks per SM (`wgmma_n64x2`) beats every one-block width:
-/// short, stride-1 reductions over many tiles, where a tile's chain of TMA load → few k-tiles
-/// of `wgmma` → epilogue is latency-bound and a second block per SM hides it. Measured on the
-/// H200 (2026-12-02, `bench-results/2026-12-02-h200-conv-x2/`): 1.05–1.5× the best one-block
-/// width on the ResNet-50 layers with at least 5 tiles per SM, stride 1, and K ≤ 128 output
-/// channels or at most 4 k-tiles; slower elsewhere (fewer tiles put two blocks on some SMs
-/// while others idle: the 7² × 512 layers run at 0.65×; the strided 1×1 layers and the longer
-/// wide reductions lose 5–7 % to the 128- and 256-wide tiles).
+/// short, stride-1 reductions over many tiles with K ≤ 64 output channels, where a tile's
+/// chain of TMA load → few k-tiles of `wgmma` → epilogue is latency-bound and a second block
+/// per SM hides it. First measured on the H200 on 2026-12-02
+/// (`bench-results/2026-12-02-h200-conv-x2/`: 1.05–1.5× the one-block widths then, also at
+/// K = 128 and at ≤ 4 k-tiles); since the ping-pong widths and the branch-free epilogue
+/// (2026-12-04, `bench-results/2026-12-04-h200-conv-pingpong/run2/`) it wins only at K = 64
+/// (l1.b0.conv1 60 against 55, l1.b1.conv1 132 / 128, l1.b0.conv2 276 / 268 TFLOP/s) and loses
+/// at K ≥ 128 (l2.b0.conv1 209 against the 128-wide ping-pong's 226, l1.b0.conv3 105 against the
+/// 256-wide tile's 121). Fewer than 5 tiles per SM put two blocks on some SMs while others idle.
 pub fn two_blocks_pay(p: &Problem, sms: u64) -> bool {
     let Ok((m, n, _)) = p.gemm_dims() else {
         return false;
     };
-    let kt = k_tiles(p);
     let tiles = (m as u64).div_ceil(BM as u64) * (n as u64).div_ceil(64);
-    tiles >= 5 * sms && p.stride == (1, 1) && (p.k <= 128 || kt <= 4)
+    tiles >= 5 * sms && p.stride == (1, 1) && p.k <= 64
 }
 
 /// The blocks of a [`Reduce::Cut`] launch: `tiles · n`, every one resident at once (the first
@@ -394,6 +460,12 @@ impl TmaLaunch {
         };
         let stream_k = matches!(reduce, Reduce::StreamK | Reduce::Cut(2..));
         let ctas = blocks_per_sm(record);
+        if stream_k && pingpong(record) {
+            return Err(Error::Unsupported {
+                kernel: kernel_label(record),
+                what: "stream-K (and cut tiles) with ping-pong consumers: each warpgroup owns whole tiles".into(),
+            });
+        }
         if stream_k && ctas > 1 {
             return Err(Error::Unsupported {
                 kernel: kernel_label(record),
@@ -454,8 +526,14 @@ impl TmaLaunch {
         )?;
         // The epilogue stores y through TMA from a staging tile when y's rows are 16-byte
         // multiples (K a multiple of 8) and y is 16-byte aligned; split-K writes partials.
-        let tma_store =
-            tma_stores && splits == 1 && p.k.is_multiple_of(8) && a.y.is_multiple_of(16);
+        // Ping-pong consumers store directly (they would share the staging tile), and so does
+        // the 256-wide tile (no staging tile beside its 4-stage ring).
+        let tma_store = tma_stores
+            && splits == 1
+            && !pingpong(record)
+            && v05::has_staging(bn)
+            && p.k.is_multiple_of(8)
+            && a.y.is_multiple_of(16);
         let mut list = vec![xmap, wmap];
         if tma_store {
             list.push(crate::tma::tensor_map_2d(
@@ -602,6 +680,23 @@ impl TmaLaunch {
 /// width, the ladder record (`wgmma`) at the one [`choose`] picks (`None`).
 pub fn tuning_width(record: &'static KernelInfo) -> Option<&'static KernelInfo> {
     (record.role == rustile_kernels::registry::Role::Tuning).then_some(record)
+}
+
+/// Whether `record` is a width with ping-pong consumers ([`WIDTHS_PP`]: each warpgroup
+/// computes whole tiles, `tc::ws::run_pingpong`).
+pub fn pingpong(record: &KernelInfo) -> bool {
+    WIDTHS_PP.iter().any(|r| std::ptr::eq(*r, record))
+}
+
+/// Whether `record` runs stream-K (and [`Reduce::Cut`]): tiles at most 128 wide, one block per
+/// SM, consumers that share a tile (not [`pingpong`]). The launcher refuses it elsewhere with
+/// [`Error::Unsupported`].
+pub fn stream_k_capable(record: &KernelInfo) -> bool {
+    let bn = match record.launch {
+        Launch::Persistent { tile: (_, bn) } => bn,
+        _ => return false,
+    };
+    record.needs.tma && bn <= 128 && blocks_per_sm(record) == 1 && !pingpong(record)
 }
 
 /// Blocks per SM the record's launch bounds and ring are sized for (`wgmma_n64x2`: 2, the

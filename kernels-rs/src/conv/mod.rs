@@ -43,6 +43,8 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v05_wgmma::INFO,
     &v05_wgmma::INFO_N256,
     &v05_wgmma::INFO_N64X2,
+    &v05_wgmma::INFO_N64_PP,
+    &v05_wgmma::INFO_PP,
     &combine::INFO,
 ];
 

@@ -45,10 +45,22 @@ pub const SHARED_LIMIT: u32 = 227 * 1024;
 /// less 1 KiB the driver reserves per block, halved).
 pub const SHARED_LIMIT_X2: u32 = 113 * 1024;
 
+/// Whether tile width `bn` has the TMA-store epilogue's staging tile: all but the 256-wide
+/// one, whose 64 KiB staging tile would cut its ring from 4 stages of 48 KiB to 3 (the
+/// 256-wide tile stores directly; TMA stores are off by default, `conv::tma::TMA_STORES`).
+pub const fn has_staging(bn: u32) -> bool {
+    bn < 256
+}
+
 /// Bytes of the output staging tile for tile width `bn`: both consumers' 64 rows × `bn`
-/// columns of 16-bit values, in 128-byte-swizzled boxes of 64 columns (TMA stores).
+/// columns of 16-bit values, in 128-byte-swizzled boxes of 64 columns (TMA stores); 0 without
+/// one ([`has_staging`]).
 pub const fn staging_bytes(bn: u32) -> u32 {
-    2 * 64 * bn * 2
+    if has_staging(bn) {
+        2 * 64 * bn * 2
+    } else {
+        0
+    }
 }
 
 /// Bytes of one stage for tile width `bn`.
@@ -170,6 +182,36 @@ wgmma_record!(
     conv_wgmma_n64x2_f16,
     conv_wgmma_n64x2_bf16
 );
+wgmma_record!(
+    INFO_PP,
+    SYMBOLS_PP,
+    "wgmma_pp",
+    Tuning,
+    128,
+    1,
+    N128PpF16,
+    N128PpBf16,
+    conv_wgmma_pp_f16,
+    conv_wgmma_pp_bf16
+);
+wgmma_record!(
+    INFO_N64_PP,
+    SYMBOLS_N64_PP,
+    "wgmma_n64_pp",
+    Tuning,
+    64,
+    1,
+    N64PpF16,
+    N64PpBf16,
+    conv_wgmma_n64_pp_f16,
+    conv_wgmma_n64_pp_bf16
+);
+/// The tile widths with ping-pong consumers (each warpgroup a whole 128 × BN tile, one's
+/// epilogue under the other's `wgmma`s: [`crate::tc::ws::run_pingpong`]), narrowest first. No
+/// 256-wide one: a warpgroup would hold 256 accumulators per thread. Whole reductions and
+/// split-K with direct stores only (no stream-K, no TMA-store epilogue).
+pub const WIDTHS_PP: [&crate::registry::KernelInfo; 2] = [&INFO_N64_PP, &INFO_PP];
+
 /// The tile widths at two blocks per SM (more tiles in flight: one block's epilogue and
 /// loads under the other's `wgmma`s). Only the 64-wide one: ptxas compiles the whole kernel
 /// within the launch bound's 80 registers (`setmaxnreg` moves registers at run time, it does
@@ -195,6 +237,8 @@ mod device {
         const BN: u32;
         /// Blocks per SM the launch bounds and the ring are sized for (1 or 2).
         const CTAS: u32;
+        /// Ping-pong consumers ([`ws::run_pingpong`]): each warpgroup computes whole tiles.
+        const PP: bool;
         /// One consumer thread's accumulators (`BN / 2` floats).
         type Acc: Copy;
         /// Zeros.
@@ -221,11 +265,12 @@ mod device {
     }
 
     macro_rules! width {
-        ($t:ident, $bn:literal, $ctas:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt, $n32:tt) => {
+        ($t:ident, $bn:literal, $ctas:literal, $pp:literal, $regs:literal, $mma:ident, $wait:ident, $n8:tt, $n32:tt) => {
             pub struct $t;
             impl Width for $t {
                 const BN: u32 = $bn;
                 const CTAS: u32 = $ctas;
+                const PP: bool = $pp;
                 type Acc = [f32; $regs];
                 const ZERO: [f32; $regs] = [0f32; $regs];
                 #[inline(always)]
@@ -246,20 +291,7 @@ mod device {
                     // Fully unrolled: an indexed accumulator would move the array to local memory.
                     if epi.chunks_aligned() {
                         // 16-byte chunks: quads of n8 fragments, rows `row` and `row + 8`.
-                        let q = (col0 % 8) / 2;
-                        let base = col0 - 2 * q;
-                        crate::unroll!($n32, g4, {
-                            crate::unroll!(2, h, {
-                                let o = 16 * g4 + 2 * h;
-                                let d = [
-                                    [acc[o], acc[o + 1]],
-                                    [acc[o + 4], acc[o + 5]],
-                                    [acc[o + 8], acc[o + 9]],
-                                    [acc[o + 12], acc[o + 13]],
-                                ];
-                                epi.store_row_x4(row + 8 * h as u32, base + 32 * g4 as u32, q, d);
-                            });
-                        });
+                        crate::store_acc_x4!(epi, acc, row, col0, $n32);
                         return;
                     }
                     crate::unroll!($n8, j, {
@@ -316,14 +348,18 @@ mod device {
             }
         };
     }
-    width!(N64F16, 64, 1, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
-    width!(N64Bf16, 64, 1, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
-    width!(N128F16, 128, 1, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
-    width!(N128Bf16, 128, 1, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
-    width!(N256F16, 256, 1, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32, 8);
-    width!(N256Bf16, 256, 1, 128, wgmma_m64n256k16_bf16, wgmma_wait_128, 32, 8);
-    width!(N64X2F16, 64, 2, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
-    width!(N64X2Bf16, 64, 2, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
+    width!(N64F16, 64, 1, false, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
+    width!(N64Bf16, 64, 1, false, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
+    width!(N128F16, 128, 1, false, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
+    width!(N128Bf16, 128, 1, false, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
+    width!(N256F16, 256, 1, false, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32, 8);
+    width!(N256Bf16, 256, 1, false, 128, wgmma_m64n256k16_bf16, wgmma_wait_128, 32, 8);
+    width!(N64X2F16, 64, 2, false, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
+    width!(N64X2Bf16, 64, 2, false, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
+    width!(N64PpF16, 64, 1, true, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
+    width!(N64PpBf16, 64, 1, true, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
+    width!(N128PpF16, 128, 1, true, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
+    width!(N128PpBf16, 128, 1, true, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
 
     /// The producer's position: grid tile row `tv`, the k-tile `kt` it loads next (from the
     /// tile's first), that k-tile's channel chunk, tap `(r, s)`, and the tile's first output
@@ -611,6 +647,77 @@ mod device {
         }
     }
 
+    /// The convolution with ping-pong consumers ([`ws::run_pingpong`]): each consumer
+    /// warpgroup computes whole 128 × BN tiles, as two 64-row accumulator sets sharing each
+    /// k-step's B descriptor; the rest is [`WsConv`]'s hooks (its TMA-store staging is off).
+    struct PpConv<T, O: TcOut>(WsConv<T, O>);
+
+    impl<T: Width, O: TcOut<Store = u16>> WsKernel for PpConv<T, O> {
+        const STAGES: u32 = stages(T::BN, T::CTAS);
+        const STAGE_BYTES: u32 = stage_bytes(T::BN);
+        const CONSUMERS: u32 = 2;
+        type Acc = [T::Acc; 2];
+        const ACC: [T::Acc; 2] = [T::ZERO; 2];
+
+        #[inline(always)]
+        unsafe fn prefetch(&self) {
+            self.0.prefetch()
+        }
+
+        #[inline(always)]
+        fn k_tiles_of(&self, tile: (u32, u32), k_tiles: u32) -> u32 {
+            self.0.k_tiles_of(tile, k_tiles)
+        }
+
+        #[inline(always)]
+        unsafe fn begin(&self, acc: &mut [T::Acc; 2], at: u32, tile: (u32, u32), _c: u32, kb: u32) {
+            // Both halves start at the bias of the same columns.
+            self.0.begin(&mut acc[0], at, tile, 0, kb);
+            self.0.begin(&mut acc[1], at, tile, 1, kb);
+        }
+
+        #[inline(always)]
+        unsafe fn produce(&self, stage: u32, full: u32, tile: (u32, u32), kt: u32) {
+            self.0.produce(stage, full, tile, kt)
+        }
+
+        #[inline(always)]
+        unsafe fn consume(&self, acc: &mut [T::Acc; 2], stage: u32, _c: u32, _kt: u32) {
+            let sb = stage + A_STAGE_BYTES; // (BN, BK), K-major
+            let sa1 = stage + 64 * BK * 2; // the tile's second 64 pixels
+            hopper::wgmma_fence();
+            let mut kk = 0;
+            while kk < BK / 16 {
+                let db = hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                let da0 = hopper::matrix_descriptor(stage | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                let da1 = hopper::matrix_descriptor(sa1 | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                T::mma(&mut acc[0], da0, db, 1);
+                T::mma(&mut acc[1], da1, db, 1);
+                kk += 1;
+            }
+            hopper::wgmma_commit();
+            T::wait::<1>(&mut acc[0]);
+            T::wait::<1>(&mut acc[1]);
+        }
+
+        #[inline(always)]
+        unsafe fn drain(&self, acc: &mut [T::Acc; 2]) {
+            T::wait::<0>(&mut acc[0]);
+            T::wait::<0>(&mut acc[1]);
+        }
+
+        #[inline(always)]
+        unsafe fn finish(&self, acc: &mut [T::Acc; 2], tile: (u32, u32), _c: u32) {
+            self.0.finish(&mut acc[0], tile, 0);
+            self.0.finish(&mut acc[1], tile, 1);
+        }
+
+        #[inline(always)]
+        unsafe fn finish_empty(&self, _tile: (u32, u32), _c: u32) {
+            // Every split has at least one k-tile.
+        }
+    }
+
     /// The kernel. `maps`: the im2col map of x at byte 0, the `(C, R·S, K)` map of w at 128
     /// (global memory); `rows` = N·P·Q, `kout` = K; `pq`, `stride`, `pad`, `dil`, `rs` packed
     /// as in the module docs of [`crate::conv`]; `c_chunks` = ⌈C/64⌉; `group` ≥ 1; `splits`
@@ -663,7 +770,13 @@ mod device {
             splits,
             m_tiles: rows.div_ceil(BM),
             bias,
-            map_y: if tma_store != 0 && splits == 1 { maps.add(256) } else { core::ptr::null() },
+            // Ping-pong consumers would share the staging tile, and the 256-wide tile has none:
+            // direct stores only.
+            map_y: if tma_store != 0 && splits == 1 && !T::PP && has_staging(T::BN) {
+                maps.add(256)
+            } else {
+                core::ptr::null()
+            },
             relu,
             staging: ((gpu::dynamic_shared_base() + 1023) & !1023)
                 + staging_offset(T::BN, T::CTAS),
@@ -705,7 +818,10 @@ mod device {
         // no registers for the fix-up).
         // Two blocks per SM: the smaller register split, whole tiles only (stream-K needs every
         // block resident at once, which the host only promises for one block per SM).
-        if T::CTAS > 1 {
+        if T::PP {
+            // Ping-pong: whole reductions or split-K (the host sends no stream-K here).
+            ws::run_pingpong::<_, PRODUCER_REGS, CONSUMER_REGS>(&PpConv(conv), grid, r * s * c_chunks);
+        } else if T::CTAS > 1 {
             ws::run::<_, PRODUCER_REGS_X2, CONSUMER_REGS_X2>(&conv, grid, r * s * c_chunks);
         } else if T::BN <= 128 && stream_k != 0 {
             ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);

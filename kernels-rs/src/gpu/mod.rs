@@ -356,6 +356,34 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     }
 }
 
+/// `max(a, b)` with NaN propagated (`max.NaN.f32`, sm_80+): a NaN operand gives NaN, where the
+/// IEEE `max` would return the other operand. `max_nan(x, 0.0)` is a ReLU that keeps NaN;
+/// `max_nan(x, −∞)` is `x`.
+#[inline(always)]
+pub fn max_nan(a: f32, b: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            core::arch::asm!(
+                "max.NaN.f32 {d}, {a}, {b};",
+                d = out(reg32) d, a = in(reg32) a, b = in(reg32) b,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        if a.is_nan() || b.is_nan() {
+            f32::NAN
+        } else {
+            a.max(b)
+        }
+    }
+}
+
 macro_rules! warp_collective {
     ($(#[$doc:meta])* $name:ident($v:ident: u32, $arg:ident: u32) -> u32 = $ptx:literal, $op:ident) => {
         $(#[$doc])*

@@ -111,6 +111,12 @@ impl RingCursor {
     pub fn advance(&mut self) {
         self.0 += 1;
     }
+
+    /// `n` stages on (a ping-pong consumer passing over the other consumer's tile).
+    #[inline(always)]
+    pub fn advance_by(&mut self, n: u32) {
+        self.0 += n;
+    }
 }
 
 /// A `stages`-deep ring of `stage_bytes` slots filled by TMA, with a `full` and an `empty`

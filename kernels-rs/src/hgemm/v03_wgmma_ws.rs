@@ -210,6 +210,12 @@ mod device {
         unsafe fn finish(&self, acc: &mut [f32; 128], tile: (u32, u32), half: u32) {
             let (row, col0) = self.origin(tile, half);
             // Fully unrolled: an indexed accumulator would move the array to local memory.
+            if self.epi.chunks_aligned() {
+                // 16-bit C with 16-byte rows: quads of n8 fragments as one 16-byte store per
+                // lane, rows `row` and `row + 8` (the conv epilogue's path).
+                crate::store_acc_x4!(self.epi, acc, row, col0, 8);
+                return;
+            }
             crate::unroll!(32, j, {
                 let col = col0 + 8 * j as u32;
                 let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];

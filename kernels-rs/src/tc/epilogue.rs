@@ -9,6 +9,34 @@
 use super::TcOut;
 use crate::gpu::{self, Elem};
 
+/// Stores a `wgmma` m64 accumulator's rows `row` and `row + 8` (this lane's) through
+/// [`Epilogue::store_row_x4`]: `$groups` groups of 32 columns from `col0` (the lane's first
+/// column, `col0 % 8 = 2q`), each the quads of four `n8` fragments. A macro so that the
+/// accumulator indices stay constants (an indexed accumulator moves to local memory).
+///
+/// Usage: `store_acc_x4!(epi, acc, row, col0, 8)` in an `unsafe` context, with
+/// [`Epilogue::chunks_aligned`] true; `$groups` is 2, 4 or 8 (`acc` holds `16 · $groups`).
+#[macro_export]
+macro_rules! store_acc_x4 {
+    ($epi:expr, $acc:expr, $row:expr, $col0:expr, $groups:tt) => {{
+        let (row, col0): (u32, u32) = ($row, $col0);
+        let q = (col0 % 8) / 2;
+        let base = col0 - 2 * q;
+        $crate::unroll!($groups, g4, {
+            $crate::unroll!(2, h, {
+                let o = 16 * g4 + 2 * h;
+                let d = [
+                    [$acc[o], $acc[o + 1]],
+                    [$acc[o + 4], $acc[o + 5]],
+                    [$acc[o + 8], $acc[o + 9]],
+                    [$acc[o + 12], $acc[o + 13]],
+                ];
+                $epi.store_row_x4(row + 8 * h as u32, base + 32 * g4 as u32, q, d);
+            });
+        });
+    }};
+}
+
 /// What happens to an accumulator on its way out: `out = act(α·acc + β·C + bias[col])`.
 #[derive(Clone, Copy)]
 pub struct Epilogue<O: TcOut> {
@@ -106,15 +134,32 @@ impl<O: TcOut> Epilogue<O> {
     pub unsafe fn store_row_x4(&self, row: u32, col8: u32, q: u32, d: [[f32; 2]; 4]) {
         let inside = row < self.m;
         let mut w = [0u32; 4];
-        crate::unroll!(4, k, {
-            let col = col8 + 8 * k as u32 + 2 * q;
-            if inside && col < self.n {
-                let at = self.c.add(row as usize * self.ldc as usize + col as usize);
-                let lo = self.finish(at, col, d[k][0]).to_bits64() as u32;
-                let hi = self.finish(at.add(1), col + 1, d[k][1]).to_bits64() as u32;
-                w[k] = lo | hi << 16;
-            }
-        });
+        if self.beta == 0.0 && self.bias.is_null() {
+            // Nothing to load: every value is computed, branch-free (`α·v`, a NaN-keeping max
+            // against 0 or −∞ for the ReLU, one paired conversion), and only the store below
+            // is masked. Measured (ncu, 2026-12-04): the per-element masked path was most of
+            // the consumers' instructions on the memory-bound 1×1 convolutions.
+            let floor = if self.relu != 0 {
+                0.0
+            } else {
+                f32::NEG_INFINITY
+            };
+            crate::unroll!(4, k, {
+                let lo = gpu::max_nan(self.alpha * d[k][0], floor);
+                let hi = gpu::max_nan(self.alpha * d[k][1], floor);
+                w[k] = O::pack2(lo, hi);
+            });
+        } else {
+            crate::unroll!(4, k, {
+                let col = col8 + 8 * k as u32 + 2 * q;
+                if inside && col < self.n {
+                    let at = self.c.add(row as usize * self.ldc as usize + col as usize);
+                    let lo = self.finish(at, col, d[k][0]).to_bits64() as u32;
+                    let hi = self.finish(at.add(1), col + 1, d[k][1]).to_bits64() as u32;
+                    w[k] = lo | hi << 16;
+                }
+            });
+        }
         // Round 1 (lanes q, q ^ 2): swap the off-diagonal 2 × 2 blocks.
         let upper = q & 2 != 0;
         let (s0, s1) = if upper { (w[0], w[1]) } else { (w[2], w[3]) };

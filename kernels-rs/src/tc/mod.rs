@@ -87,6 +87,12 @@ pub trait TcOut: Copy {
     /// # Safety
     /// `p` points to two elements of global memory, aligned to twice the element size.
     unsafe fn store2(p: *mut Self::Store, v0: Self::Store, v1: Self::Store);
+    /// Rounds two values and packs their bits into one word, `lo` in the low half (16-bit
+    /// outputs; one `cvt.rn.{f16,bf16}x2.f32` on the GPU instead of two conversions).
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        Self::pack(lo).to_bits64() as u32 | (Self::pack(hi).to_bits64() as u32) << 16
+    }
 }
 
 /// Two 16-bit values as one 32-bit store.
@@ -174,6 +180,10 @@ impl TcOut for OutF16 {
         round_to_b16!("cvt.rn.f16.f32", soft::f32_to_f16, v)
     }
     #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        pack2(gpu::MmaKind::F16, lo, hi)
+    }
+    #[inline(always)]
     fn unpack(s: u16) -> f32 {
         #[cfg(target_arch = "nvptx64")]
         {
@@ -202,6 +212,10 @@ impl TcOut for OutBf16 {
     #[inline(always)]
     fn pack(v: f32) -> u16 {
         round_to_b16!("cvt.rn.bf16.f32", soft::f32_to_bf16, v)
+    }
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        pack2(gpu::MmaKind::Bf16, lo, hi)
     }
     #[inline(always)]
     fn unpack(s: u16) -> f32 {

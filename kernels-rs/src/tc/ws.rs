@@ -197,13 +197,7 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
                 k.produce_tile(tiles.stage(tc), full, tile);
                 tc.advance();
             }
-            let mut kt = 0;
-            while kt < k_tiles {
-                let full = ring.produce(c, K::STAGE_BYTES);
-                k.produce(ring.stage(c), full, tile, kt);
-                c.advance();
-                kt += 1;
-            }
+            produce_stages(k, &ring, &mut c, tile, 0, k_tiles);
         }
         return;
     }
@@ -228,17 +222,7 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
             0
         };
         k.begin(&mut acc, at, tile, consumer, 0);
-        let mut kt = 0;
-        while kt < k_tiles {
-            ring.wait_full(c);
-            k.consume(&mut acc, ring.stage(c), consumer, kt);
-            // `consume` retired stage kt − 1: one arrival per warp gives it back.
-            if kt > 0 && lane == 0 {
-                ring.release_prev(c);
-            }
-            c.advance();
-            kt += 1;
-        }
+        consume_stages(k, &mut acc, &ring, &mut c, consumer, 0, k_tiles);
         k.drain(&mut acc);
         if lane == 0 {
             ring.release_prev(c);
@@ -248,6 +232,156 @@ pub unsafe fn run<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u3
             if lane == 0 {
                 tiles.release_prev(tc);
             }
+        }
+        k.finish(&mut acc, tile, consumer);
+    }
+    k.consumer_done(&mut acc, consumer);
+}
+
+/// The producer's loop over one tile's k-tiles `kb..ke`: each into the next ring stage.
+#[inline(always)]
+unsafe fn produce_stages<K: WsKernel>(
+    k: &K,
+    ring: &TmaRing,
+    c: &mut RingCursor,
+    tile: (u32, u32),
+    kb: u32,
+    ke: u32,
+) {
+    let mut kt = kb;
+    while kt < ke {
+        let full = ring.produce(*c, K::STAGE_BYTES);
+        k.produce(ring.stage(*c), full, tile, kt);
+        c.advance();
+        kt += 1;
+    }
+}
+
+/// A consumer's loop over one tile's k-tiles `kb..ke`: wait for each stage, compute on it, and
+/// give back the one before (`consume` retired it: one arrival per warp, from lane 0). The
+/// last stage stays held until the caller's `drain`.
+#[inline(always)]
+unsafe fn consume_stages<K: WsKernel>(
+    k: &K,
+    acc: &mut K::Acc,
+    ring: &TmaRing,
+    c: &mut RingCursor,
+    consumer: u32,
+    kb: u32,
+    ke: u32,
+) {
+    let lane = gpu::thread_idx_x() % 32;
+    let mut kt = kb;
+    while kt < ke {
+        ring.wait_full(*c);
+        k.consume(acc, ring.stage(*c), consumer, kt);
+        if kt > kb && lane == 0 {
+            ring.release_prev(*c);
+        }
+        c.advance();
+        kt += 1;
+    }
+}
+
+/// Named barriers of [`run_pingpong`]'s turn order: consumer `c` waits at `TURN + c` for its
+/// turn to wait on the ring (ids 1 and 2 are the consumers' own, [`stream_k_fixup`]'s and the
+/// conv's TMA-store staging).
+pub const TURN: u32 = 3;
+
+/// [`run`] with **ping-pong consumers** (CUTLASS's ping-pong schedule): each consumer warpgroup
+/// computes whole output tiles on its own, the block's tiles going to consumers `0, 1, 0, 1, …`
+/// in its persistent order, so one consumer's epilogue (and its `drain`) runs under the other's
+/// `wgmma`s instead of every warpgroup of the block storing at once. The producer is [`run`]'s:
+/// it fills the ring in tile order, whoever consumes; each stage is released by the four warps
+/// of the consumer that owns it (the `empty` barriers count 4), and a consumer passes over the
+/// other's stages without touching them ([`RingCursor::advance_by`]).
+///
+/// The turn: consumer `c` waits on its tile's stages only after the previous tile's owner has
+/// waited on all of that tile's stages (named barrier [`TURN`]` + c`, arrived at by the other
+/// consumer after its k-loop). Besides ordering the two main loops, the turn is what makes
+/// skipping safe: a `full` barrier's wait tests a phase *parity*, so a consumer that ran a
+/// whole ring ahead of a stage that has not landed yet would pass on a stale phase. With the
+/// turn, every stage before the one a consumer waits on has completed its `full` phase.
+///
+/// What the hooks see: `consumer` is the warpgroup (0 or 1), and each consumer's hooks cover
+/// the whole tile (a kernel written for [`run`] splits a tile between consumers; one for this
+/// driver does not). No per-tile operand (`TILE_BYTES` = 0) and no stream-K.
+///
+/// # Safety
+/// As for [`run`], with `CONSUMERS` = 2 and hooks that compute whole tiles.
+#[inline(always)]
+pub unsafe fn run_pingpong<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32>(
+    k: &K,
+    grid: TileGrid,
+    k_tiles: u32,
+) {
+    const { assert!(K::CONSUMERS == 2 && K::TILE_BYTES == 0) };
+    let tid = gpu::thread_idx_x();
+    let ring = TmaRing::carve(gpu::dynamic_shared_base(), K::STAGE_BYTES, K::STAGES);
+    if tid == 0 {
+        k.prefetch();
+        // A stage's owner is one warpgroup: four warps give it back.
+        ring.init(4);
+    }
+    gpu::sync_threads();
+
+    let wg = hopper::warpgroup_index();
+    let (block, blocks) = (gpu::block_idx_x(), gpu::grid_dim_x());
+    if wg == 0 {
+        hopper::setmaxnreg_dec::<PRODUCER_REGS>();
+        if tid != 0 {
+            return;
+        }
+        let mut c = RingCursor::default();
+        for t in grid.persistent(block, blocks) {
+            let tile = grid.tile(t);
+            let k_tiles = k.k_tiles_of(tile, k_tiles);
+            produce_stages(k, &ring, &mut c, tile, 0, k_tiles);
+        }
+        return;
+    }
+
+    hopper::setmaxnreg_inc::<CONSUMER_REGS>();
+    let consumer = wg - 1;
+    let lane = tid % 32;
+    let mut acc = K::ACC;
+    let mut c = RingCursor::default();
+    // The block's tiles alternate: the `i`-th goes to consumer `i % 2`.
+    let mut owner = 0;
+    let mut first = true;
+    for t in grid.persistent(block, blocks) {
+        let tile = grid.tile(t);
+        let k_tiles = k.k_tiles_of(tile, k_tiles);
+        let mine = owner == consumer;
+        owner ^= 1;
+        if !mine {
+            c.advance_by(k_tiles);
+            continue;
+        }
+        // The turn: the previous tile's owner has waited on all of its stages. Consumer 0's
+        // first tile is the block's first: nothing before it.
+        if !(first && consumer == 0) {
+            hopper::named_barrier_sync(TURN + consumer, 256);
+        }
+        first = false;
+        // The next tile's owner may wait once this consumer has waited on its stages; the
+        // block's last tile hands the turn to no one (every arrival is waited off).
+        let hand_on = t + blocks < grid.tiles();
+        if k_tiles == 0 {
+            if hand_on {
+                hopper::named_barrier_arrive(TURN + 1 - consumer, 256);
+            }
+            k.finish_empty(tile, consumer);
+            continue;
+        }
+        k.begin(&mut acc, 0, tile, consumer, 0);
+        consume_stages(k, &mut acc, &ring, &mut c, consumer, 0, k_tiles);
+        if hand_on {
+            hopper::named_barrier_arrive(TURN + 1 - consumer, 256);
+        }
+        k.drain(&mut acc);
+        if lane == 0 {
+            ring.release_prev(c);
         }
         k.finish(&mut acc, tile, consumer);
     }
@@ -301,13 +435,7 @@ pub unsafe fn run_stream_k<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER
                 k.produce_tile(tiles.stage(tc), full, tile);
                 tc.advance();
             }
-            let mut kt = seg.kb;
-            while kt < seg.ke {
-                let full = ring.produce(c, K::STAGE_BYTES);
-                k.produce(ring.stage(c), full, tile, kt);
-                c.advance();
-                kt += 1;
-            }
+            produce_stages(k, &ring, &mut c, tile, seg.kb, seg.ke);
         }
         return;
     }
@@ -333,16 +461,7 @@ pub unsafe fn run_stream_k<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER
             0
         };
         k.begin(&mut acc, at, tile, consumer, seg.kb);
-        let mut kt = seg.kb;
-        while kt < seg.ke {
-            ring.wait_full(c);
-            k.consume(&mut acc, ring.stage(c), consumer, kt);
-            if kt > seg.kb && lane == 0 {
-                ring.release_prev(c);
-            }
-            c.advance();
-            kt += 1;
-        }
+        consume_stages(k, &mut acc, &ring, &mut c, consumer, seg.kb, seg.ke);
         k.drain(&mut acc);
         if lane == 0 {
             ring.release_prev(c);
