@@ -167,7 +167,7 @@ fn estimate(p: &Problem, rec: &KernelInfo, eff: f64, splits: u32, sms: u64) -> O
     Some(waves * bn as f64 * (kt / splits as f64 / eff + store) + fixup)
 }
 
-/// [`estimate`] for stream-K: every SM computes `tiles · k-tiles / sms` k-tiles, stores about
+/// `estimate` for stream-K: every SM computes `tiles · k-tiles / sms` k-tiles, stores about
 /// `tiles / sms + 1` tiles, and a cut tile's finishing block reads the later segments' f32
 /// partial sums one after another (`sms / tiles` of them, each about as costly as storing a
 /// tile twice). `None` where the kernel has no stream-K (the 256-wide tile) or the iterations
@@ -205,7 +205,7 @@ pub const MAX_CUT: u32 = 4;
 /// the 7² × 512 layers' segments of 36 gained 1.08×.
 pub const MIN_CUT_SEGMENT: u32 = 16;
 
-/// [`estimate`] for [`Reduce::Cut`]`(n)` at width `rec`: one wave of `tiles · n` blocks (so
+/// `estimate` for [`Reduce::Cut`]`(n)` at width `rec`: one wave of `tiles · n` blocks (so
 /// `None` past `sms`, for segments shorter than [`MIN_CUT_SEGMENT`], and for the 256-wide
 /// tile, which has no stream-K), each
 /// `k-tiles / n` k-tiles plus the epilogue and [`CUT_SEGMENT_COST`] per later segment.
@@ -226,10 +226,10 @@ fn estimate_cut(p: &Problem, rec: &KernelInfo, eff: f64, n: u32, sms: u64) -> Op
     Some(bn as f64 * (seg / eff + 3.0 + CUT_SEGMENT_COST * (n - 1) as f64))
 }
 
-/// The ping-pong widths' efficiency ([`WIDTHS_PP`]: 64, 128 wide) in [`estimate_whole`].
+/// The ping-pong widths' efficiency ([`WIDTHS_PP`]: 64, 128 wide) in `estimate_whole`.
 pub const PP_EFF: [f64; 2] = [0.6, 0.85];
 
-/// [`estimate_whole`]'s epilogue costs, in k-tile columns: per ping-pong tile (its epilogue runs
+/// `estimate_whole`'s epilogue costs, in k-tile columns: per ping-pong tile (its epilogue runs
 /// under the other consumer's main loop: only its issue shows), the last ping-pong tile's
 /// (exposed), and the 256-wide tile's per wave.
 pub const PP_TILE_STORE: f64 = 0.5;
@@ -239,7 +239,7 @@ pub const PP_LAST_STORE: f64 = 4.0;
 pub const N256_STORE: f64 = 1.0;
 
 /// The estimated time of `p` in whole tiles at `rec` (a ping-pong width or the 256-wide tile)
-/// on `sms` SMs, in [`estimate`]'s units. A ping-pong block runs its tiles' main loops one
+/// on `sms` SMs, in `estimate`'s units. A ping-pong block runs its tiles' main loops one
 /// after another, each epilogue under the next main loop, so it costs `⌈tiles/sms⌉` main loops
 /// and one exposed epilogue; the 256-wide tile (two consumers on one tile) costs whole waves
 /// of main loop and epilogue. Fitted on the H200 (2026-12-04,
@@ -263,10 +263,10 @@ fn estimate_whole(p: &Problem, rec: &KernelInfo, sms: u64) -> Option<f64> {
 /// The tile width and the sharing-out of the reduction for `p` on `sms` SMs:
 /// - [`WIDTHS_X2`] where [`two_blocks_pay`];
 /// - with more 128 × 64 tiles than SMs (every SM busy on whole tiles: split-K and cut tiles
-///   have not paid there): the least [`estimate_whole`] of the ping-pong widths
+///   have not paid there): the least `estimate_whole` of the ping-pong widths
 ///   ([`WIDTHS_PP`]) and the 256-wide tile, whole tiles;
-/// - else (few tiles) the width, split-K parts or cut with the least [`estimate`] /
-///   [`estimate_cut`] (wider tiles reuse each A load over more output channels; splitting
+/// - else (few tiles) the width, split-K parts or cut with the least `estimate` /
+///   `estimate_cut` (wider tiles reuse each A load over more output channels; splitting
 ///   fills the SMs), a whole-tile pick of the 64- or 128-wide tile going to its ping-pong form
 ///   ([`PP_FEW_TILES`]).
 pub fn choose(p: &Problem, sms: u32) -> Result<(&'static KernelInfo, Reduce)> {

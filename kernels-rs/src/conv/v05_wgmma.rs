@@ -207,7 +207,7 @@ wgmma_record!(
     conv_wgmma_n64_pp_bf16
 );
 /// The tile widths with ping-pong consumers (each warpgroup a whole 128 × BN tile, one's
-/// epilogue under the other's `wgmma`s: [`crate::tc::ws::run_pingpong`]), narrowest first. No
+/// epilogue under the other's `wgmma`s: `tc::ws::run_pingpong`), narrowest first. No
 /// 256-wide one: a warpgroup would hold 256 accumulators per thread. Whole reductions and
 /// split-K with direct stores only (no stream-K, no TMA-store epilogue).
 pub const WIDTHS_PP: [&crate::registry::KernelInfo; 2] = [&INFO_N64_PP, &INFO_PP];
