@@ -117,6 +117,14 @@ pub struct BenchArgs {
     /// wgmma_ws's tile-row band of its block order (≥ 1) [default: the kernel's GROUP_M]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub group: Option<u32>,
+    /// wgmma_ws's tile width (columns of C per tile) [default: the model's choice per shape]
+    #[arg(long, value_name = "N", value_parser = clap::builder::PossibleValuesParser::new(["64", "128", "256"])
+          .map(|s| s.parse::<u32>().expect("a possible value")))]
+    pub width: Option<u32>,
+    /// wgmma_ws: cut each tile's k-tiles into N segments, one block each (widths 64 and 128,
+    /// tiles · N ≤ SMs) [default: the model's choice; 1 = whole tiles]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub cut: Option<u32>,
     /// Operands mma_pipeline and wgmma_ws cannot read in place (rows not 16-byte aligned):
     /// auto = copy A and B into aligned scratch, and C when its pitch is odd; inputs = A and
     /// B only (C stored in place); never = no copies (auto then selects mma for them)

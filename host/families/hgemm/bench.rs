@@ -108,6 +108,8 @@ pub struct BenchRow {
     pub variant: Variant,
     /// `mma_pipeline`'s tuning configuration, if not the default.
     pub tuning: Option<&'static str>,
+    /// `wgmma_ws`'s tile width and cut.
+    pub tile: Option<WsTile>,
     /// The matrices each launch copied through aligned scratch (inside the timed interval).
     pub padded: PadPlan,
     /// rustile, event-timed.
@@ -133,10 +135,14 @@ impl crate::results::ResultRow for BenchRow {
         if !self.padded.is_empty() {
             tags.push(format!("pad={}", self.padded.tag()));
         }
+        if let Some(t) = self.tile.filter(|t| t.cut > 1) {
+            tags.push(format!("cut={}", t.cut));
+        }
         crate::results::RowId {
-            kernel: match self.tuning {
-                Some(t) => format!("hgemm/{}/{t}", self.variant.name()),
-                None => format!("hgemm/{}", self.variant.name()),
+            kernel: match (self.tuning, self.tile) {
+                (Some(t), _) => format!("hgemm/{}/{t}", self.variant.name()),
+                (None, Some(t)) => format!("hgemm/{}", t.info().map_or("wgmma_ws", |k| k.name)),
+                (None, None) => format!("hgemm/{}", self.variant.name()),
             },
             dtype: format!("{}->{}", p.ty.name(), p.out.name()),
             dims: vec![("m", p.m as u64), ("n", p.n as u64), ("k", p.k as u64)],
@@ -201,7 +207,7 @@ pub fn bench_with(
             prepare_with(gpu, opts, p, a, b, &outs[s].out(), None)
         })
         .collect::<Result<Vec<_>>>()?;
-    let (used, padded) = (preps[0].variant(), preps[0].padding());
+    let (used, padded, tile) = (preps[0].variant(), preps[0].padding(), preps[0].tile());
     // `pairing`: each settled alone, or interleaved rep by rep (`harness::Pairing`).
     let outs = std::cell::RefCell::new(outs);
     let (ours, theirs) = pairing.time(
@@ -237,6 +243,7 @@ pub fn bench_with(
             .tuning
             .filter(|_| used == Variant::MmaPipeline)
             .map(|t| t.name),
+        tile,
         padded,
         tflops: tf(&ours),
         cublas_tflops: tf(&theirs),

@@ -11,7 +11,7 @@ use crate::families::{Case, Scale};
 use crate::gpu::Gpu;
 use crate::ptx::Flavour;
 
-use super::{validate, validate_sim, BLayout, Checked, Problem, Variant};
+use super::{validate_sim, validate_with, BLayout, Checked, Options, Problem, Variant, WsTile};
 
 /// Validation cases: shapes that are not tile multiples, K = 0 and 1, pitches, β, bias, ReLU.
 pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
@@ -98,31 +98,62 @@ pub fn variants_for(gpu: &Gpu) -> Vec<Variant> {
         .collect()
 }
 
-/// Every GPU run of [`validation_cases`]: `(case index, problem, bias, variant)`, `None` being
-/// the selected variant. Small cases run every variant the device has (the aligned-only ones
-/// through the padded path where the pitches need it); large ones the selected one and, on
-/// sm_90a, `mma_pipeline`; large unaligned ones also `mma` (slow, but it must be right).
-pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<(usize, Problem, bool, Option<Variant>)> {
+/// One GPU validation run: `(case index, problem, bias, variant, wgmma_ws tile)`, `None`
+/// being the selected variant and the model's tile.
+pub type GpuRun = (usize, Problem, bool, Option<Variant>, Option<WsTile>);
+
+/// The `wgmma_ws` tiles every small case also runs on sm_90a, where [`WsTile::check`] allows
+/// them: the narrow widths whole, and cut into segments (even and uneven cuts).
+pub const TILE_CASES: [WsTile; 5] = [
+    WsTile { width: 128, cut: 1 },
+    WsTile { width: 64, cut: 1 },
+    WsTile { width: 128, cut: 2 },
+    WsTile { width: 64, cut: 3 },
+    WsTile { width: 128, cut: 8 },
+];
+
+/// Every GPU run of [`validation_cases`]. Small cases run every variant the device has (the
+/// aligned-only ones through the padded path where the pitches need it) and, on sm_90a, the
+/// [`TILE_CASES`] of `wgmma_ws`; large ones the selected one and, on sm_90a, `mma_pipeline`;
+/// large unaligned ones also `mma` (slow, but it must be right). The quick set adds the
+/// skinny, short-K and small-square shapes the model cuts or narrows, at the selection.
+pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
     let mut runs = Vec::new();
-    for (i, (p, bias)) in validation_cases(quick).into_iter().enumerate() {
+    let sm90a = gpu.flavour() == Flavour::Sm90a;
+    let sms = gpu.info().sm_count;
+    let mut cases = validation_cases(quick);
+    for (m, n, k) in [(16, 4096, 4096), (64, 2048, 3000), (3000, 32, 2048), (512, 512, 512)] {
+        for b in [BLayout::RowMajor, BLayout::Transposed] {
+            cases.push((Problem::new(DType::F16, m, n, k).with_b(b), false));
+            let mut p = Problem::new(DType::Bf16, m, n, k).with_b(b);
+            (p.out, p.beta) = (DType::F32, 0.5);
+            cases.push((p, true));
+        }
+    }
+    for (i, (p, bias)) in cases.into_iter().enumerate() {
         let big = p.flops() > 1e10;
         let mut variants: Vec<Option<Variant>> = vec![None];
         if !big {
             variants.extend(variants_for(gpu).into_iter().map(Some));
         } else {
-            if gpu.flavour() == Flavour::Sm90a {
+            if sm90a {
                 variants.push(Some(Variant::MmaPipeline));
             }
             if !p.tma_ok([0, 0]) {
                 variants.push(Some(Variant::Mma));
             }
         }
-        runs.extend(variants.into_iter().map(|v| (i, p, bias, v)));
+        runs.extend(variants.into_iter().map(|v| (i, p, bias, v, None)));
+        if sm90a && !big {
+            for t in TILE_CASES.into_iter().filter(|t| t.check(&p, sms).is_ok()) {
+                runs.push((i, p, bias, Some(Variant::WgmmaWs), Some(t)));
+            }
+        }
     }
     runs
 }
 
-/// One GPU run of [`gpu_runs`]: [`validate()`] (default options: padding on), which must have
+/// One GPU run of [`gpu_runs`]: [`validate_with`] (padding on; `tile` for `wgmma_ws`), which must have
 /// taken the padded path where an aligned-only kernel (`mma_pipeline`, `wgmma_ws`, chosen or
 /// selected) ran on pitches that are not multiples of 8 elements, and then padded C too where
 /// its pitch is odd. `Ok(None)` is never returned now; the refusal without padding is checked
@@ -130,11 +161,16 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<(usize, Problem, bool, Option<Var
 pub fn validate_run(
     gpu: &Gpu,
     variant: Option<Variant>,
+    tile: Option<WsTile>,
     p: &Problem,
     bias: bool,
     seed: u64,
 ) -> Result<Option<Checked>> {
-    let r = validate(gpu, variant, p, bias, seed)?;
+    let opts = Options {
+        tile,
+        ..Options::variant(variant)
+    };
+    let r = validate_with(gpu, &opts, p, bias, seed)?;
     let aligned_only = matches!(r.variant, Variant::WgmmaWs | Variant::MmaPipeline);
     let unaligned = |ld: usize| !(ld * 2).is_multiple_of(16);
     let missed = [
@@ -243,14 +279,19 @@ impl crate::families::Family for Hgemm {
         match backend {
             Backend::Gpu(gpu) => gpu_runs(gpu, scale == Scale::Quick)
                 .into_iter()
-                .map(|(_, p, bias, v)| {
-                    let name = v.map_or("auto", Variant::name);
+                .map(|(_, p, bias, v, tile)| {
+                    let name = match tile {
+                        Some(t) => t.label(),
+                        None => v.map_or("auto", Variant::name).to_owned(),
+                    };
                     Case::new(
                         format!("hgemm/{name}"),
                         p.ty,
                         describe(&p, bias),
                         move |backend: &Backend, seed: u64| match backend {
-                            Backend::Gpu(gpu) => validate_run(gpu, v, &p, bias, seed).map(|_| ()),
+                            Backend::Gpu(gpu) => {
+                                validate_run(gpu, v, tile, &p, bias, seed).map(|_| ())
+                            }
                             Backend::Simulator(_) => Err(not_simulated(v)),
                         },
                     )

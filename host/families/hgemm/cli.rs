@@ -34,11 +34,11 @@ pub fn validate_shape(
                 p.out = out;
                 let i = runs.len();
                 match only {
-                    Some(v) => runs.push((i, p, false, Some(v))),
+                    Some(v) => runs.push((i, p, false, Some(v), None)),
                     None => {
-                        runs.push((i, p, false, None));
+                        runs.push((i, p, false, None, None));
                         for v in hgemm::variants_for(gpu) {
-                            runs.push((i, p, false, Some(v)));
+                            runs.push((i, p, false, Some(v), None));
                         }
                     }
                 }
@@ -52,18 +52,19 @@ pub fn validate_shape(
 /// aligned-only kernels on unaligned problems are checked, not counted).
 fn validate_runs(
     gpu: &Gpu,
-    runs: Vec<(usize, Problem, bool, Option<Variant>)>,
+    runs: Vec<hgemm::GpuRun>,
     seed: u64,
 ) -> Result<usize> {
     let mut n = 0;
-    for (i, p, bias, v) in runs {
-        let Some(r) = hgemm::validate_run(gpu, v, &p, bias, seed + i as u64)? else {
+    for (i, p, bias, v, tile) in runs {
+        let Some(r) = hgemm::validate_run(gpu, v, tile, &p, bias, seed + i as u64)? else {
             continue;
         };
         n += 1;
+        let name = tile.map_or_else(|| r.variant.name().to_owned(), |t| t.label());
         let kernel = match r.padded.is_empty() {
-            true => r.variant.name().to_owned(),
-            false => format!("{}+pad({})", r.variant.name(), r.padded.tag()),
+            true => name,
+            false => format!("{name}+pad({})", r.padded.tag()),
         };
         println!(
             "ok  {:<13} {:<4} {:<4} b={:<2} out={:<4} α={} β={} bias={} relu={} ld {}/{}/{}  {} elements vs float64",
@@ -158,6 +159,17 @@ fn peak(gpu: &Gpu, a: &PeakArgs) -> Result<()> {
     Ok(())
 }
 
+/// `wgmma_ws`'s tile from `--width` / `--cut` (for an explicit or selected `wgmma_ws`; `None`:
+/// the model's). A cut without a width runs on the 128-wide tile.
+fn tile_opt(v: Option<Variant>, width: Option<u32>, cut: Option<u32>) -> Option<hgemm::WsTile> {
+    if matches!(v, Some(Variant::Mma | Variant::MmaPipeline)) || (width.is_none() && cut.is_none()) {
+        return None;
+    }
+    let cut = cut.unwrap_or(1);
+    let width = width.unwrap_or(if cut > 1 { 128 } else { 256 });
+    Some(hgemm::WsTile { width, cut })
+}
+
 fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
     let BenchArgs {
         sizes,
@@ -166,6 +178,8 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         b: layouts,
         out,
         group,
+        width,
+        cut,
         timing: pairing,
         pad: padding,
         ..
@@ -248,6 +262,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         variant: v,
                         tuning,
                         group: *group,
+                        tile: tile_opt(v, *width, *cut),
                         padding: *padding,
                     };
                     progress.step(&format!(
@@ -259,9 +274,10 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                     ));
                     let row = hgemm::bench_with(gpu, &blas, &opts, &p, &timing, pairing)?;
                     progress.finish();
-                    let mut kernel = match row.tuning {
-                        Some(t) => format!("{}/{t}", row.variant.name()),
-                        None => row.variant.name().to_owned(),
+                    let mut kernel = match (row.tuning, row.tile) {
+                        (Some(t), _) => format!("{}/{t}", row.variant.name()),
+                        (None, Some(t)) => t.label(),
+                        (None, None) => row.variant.name().to_owned(),
                     };
                     if !row.padded.is_empty() {
                         kernel += &format!("+pad({})", row.padded.tag());

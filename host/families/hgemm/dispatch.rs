@@ -1,6 +1,7 @@
 //! Which kernel runs: the variants, their selection, and `mma_pipeline`'s geometry and tunings.
 
 use rustile_kernels::hgemm::v02_mma_pipeline::{self, Tuning};
+use rustile_kernels::gpu::sched::TileGrid;
 use rustile_kernels::registry::{DType, Entry, KernelInfo, Layout, SimFn};
 
 use crate::error::{Error, Result};
@@ -170,4 +171,174 @@ pub fn entry_of(kernel: &'static KernelInfo, p: &Problem) -> Result<&'static Ent
             l
         ),
     })
+}
+
+/// How `wgmma_ws` runs a product: its tile width and how many k-segments each tile is cut into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct WsTile {
+    /// Columns of C per tile: 256, 128 or 64 (`v03_wgmma_ws::WIDTHS`).
+    pub width: u32,
+    /// k-segments per tile, one block each (1: whole tiles, persistent over one block per SM;
+    /// more: widths ≤ 128 only, `tiles · cut` blocks, at most one per SM).
+    pub cut: u32,
+}
+
+/// Most segments a tile is cut into (the fix-up reads the others' partial sums in order).
+pub const MAX_CUT: u32 = 8;
+
+impl WsTile {
+    /// The widest tile, whole: the kernel as it ran before the narrow tiles existed.
+    pub const WIDE: WsTile = WsTile { width: 256, cut: 1 };
+
+    /// The registry record of the width ([`Error::Usage`] for a width that is not built).
+    pub fn info(self) -> Result<&'static KernelInfo> {
+        use rustile_kernels::hgemm::v03_wgmma_ws::WIDTHS;
+        WIDTHS
+            .into_iter()
+            .find(|k| matches!(k.launch, rustile_kernels::registry::Launch::Persistent { tile } if tile.1 == self.width))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "hgemm/wgmma_ws: no {}-wide tile (64, 128, 256)",
+                    self.width
+                ))
+            })
+    }
+
+    /// Name in reports: the record's, with the cut (`wgmma_ws_n64 cut 4`).
+    pub fn label(self) -> String {
+        let name = self.info().map_or("wgmma_ws?", |k| k.name);
+        match self.cut {
+            1 => name.to_owned(),
+            c => format!("{name} cut {c}"),
+        }
+    }
+
+    /// Output tiles of `p` at this width.
+    pub fn tiles(self, p: &Problem) -> u64 {
+        p.m.div_ceil(128) as u64 * p.n.div_ceil(self.width as usize) as u64
+    }
+
+    /// k-tiles per output tile.
+    pub fn k_tiles(p: &Problem) -> u64 {
+        p.k.div_ceil(64) as u64
+    }
+
+    /// Checks the tile against `p` on a device of `sms` SMs, before anything is allocated: a
+    /// built width; a cut of 1..=[`MAX_CUT`], only on widths ≤ 128, no more segments than
+    /// k-tiles, and `tiles · cut` blocks within one per SM (a tile's first segment waits for
+    /// the others, so all must be resident).
+    pub fn check(self, p: &Problem, sms: u32) -> Result<()> {
+        let unsupported = |what: String| Error::Unsupported {
+            kernel: format!("hgemm/{}", self.label()),
+            what,
+        };
+        self.info()?;
+        if self.cut == 0 || self.cut > MAX_CUT {
+            return Err(Error::Usage(format!(
+                "hgemm/wgmma_ws: cut {} is outside 1..={MAX_CUT}",
+                self.cut
+            )));
+        }
+        if self.cut == 1 {
+            return Ok(());
+        }
+        if !rustile_kernels::hgemm::v03_wgmma_ws::can_cut(self.width) {
+            return Err(unsupported(format!(
+                "the {}-wide tile cannot cut tiles (its accumulators leave no registers for \
+                 the fix-up); use width 64 or 128",
+                self.width
+            )));
+        }
+        if (self.cut as u64) > Self::k_tiles(p) {
+            return Err(unsupported(format!(
+                "{} segments for {} k-tiles (K = {})",
+                self.cut,
+                Self::k_tiles(p),
+                p.k
+            )));
+        }
+        let blocks = self.tiles(p) * self.cut as u64;
+        if blocks > sms as u64 {
+            return Err(unsupported(format!(
+                "{} tiles cut in {} need {blocks} blocks resident at once; the device has {sms} SMs",
+                self.tiles(p),
+                self.cut
+            )));
+        }
+        Ok(())
+    }
+
+    /// The launch's blocks on `sms` SMs: one per segment when cut, else the persistent grid.
+    pub fn grid(self, p: &Problem, sms: u32, group: u32) -> u32 {
+        if self.cut > 1 {
+            (self.tiles(p) * self.cut as u64) as u32
+        } else {
+            TileGrid::new(p.m as u32, p.n as u32, 128, self.width, group).persistent_grid(sms)
+        }
+    }
+
+    /// f32 words of the cut's workspace (partial-sum slots and flags); 0 for whole tiles.
+    pub fn workspace_words(self, p: &Problem, sms: u32) -> usize {
+        match self.cut {
+            1 => 0,
+            _ => rustile_kernels::hgemm::v03_wgmma_ws::cut_words(self.width, self.grid(p, sms, 1)),
+        }
+    }
+
+    /// The model's time for `p` on `sms` SMs, in µs at the nominal clock: the busiest SM's
+    /// k-tiles at the width's per-k-tile time, a fill and epilogue per tile it holds, the
+    /// fix-up per extra segment, and no less than the operands' bytes at the DRAM rate.
+    /// Calibrated on the H200 (`notes/hgemm.md`, session 12).
+    pub fn estimate(self, p: &Problem, sms: u32) -> f64 {
+        let per_k = match self.width {
+            256 => KT_US_256,
+            128 => KT_US_128,
+            _ => KT_US_64,
+        };
+        let tiles = self.tiles(p);
+        let kt = Self::k_tiles(p) as f64;
+        let (per_block_tiles, kt_block) = if self.cut > 1 {
+            (1.0, (kt / self.cut as f64).ceil())
+        } else {
+            let waves = tiles.div_ceil(sms as u64) as f64;
+            (waves, waves * kt)
+        };
+        let compute = kt_block * per_k
+            + per_block_tiles * TILE_US
+            + (self.cut - 1) as f64 * CUT_US;
+        let bytes = ((p.m * p.k + p.k * p.n) * 2) as f64;
+        compute.max(bytes / DRAM_BYTES_PER_US)
+    }
+}
+
+/// µs per k-tile (128 × width × 64) on one SM: 256-, 128- and 64-wide tiles.
+pub const KT_US_256: f64 = 0.78;
+/// See [`KT_US_256`].
+pub const KT_US_128: f64 = 0.42;
+/// See [`KT_US_256`].
+pub const KT_US_64: f64 = 0.25;
+/// µs per tile a block holds beyond its k-tiles (first loads, epilogue).
+pub const TILE_US: f64 = 1.5;
+/// µs per extra segment of a cut tile (partial sums stored, flagged, read back).
+pub const CUT_US: f64 = 0.8;
+/// The DRAM rate the skinny products stream at, bytes per µs (~4.3 TB/s).
+pub const DRAM_BYTES_PER_US: f64 = 4.3e6;
+
+/// The tile `wgmma_ws` takes for `p` on `sms` SMs: the lowest [`WsTile::estimate`] over the
+/// widths and cuts that [`WsTile::check`] allows, the widest whole tile on ties.
+pub fn ws_tile(p: &Problem, sms: u32) -> WsTile {
+    let mut best = (WsTile::WIDE, WsTile::WIDE.estimate(p, sms));
+    for width in [256, 128, 64] {
+        for cut in [1, 2, 3, 4, 6, 8] {
+            let t = WsTile { width, cut };
+            if t.check(p, sms).is_err() {
+                continue;
+            }
+            let e = t.estimate(p, sms);
+            if e < best.1 * 0.97 {
+                best = (t, e);
+            }
+        }
+    }
+    best.0
 }

@@ -55,11 +55,14 @@ impl OutBuf {
     }
 }
 
-/// Tensor maps for the `wgmma` kernel, in device memory (A at byte 0, B at byte 128).
-fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64) -> Result<CudaSlice<u8>> {
+/// Tensor maps for the `wgmma` kernel with tiles `width` wide, in device memory (A at byte 0,
+/// B at byte 128).
+fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64, width: u32) -> Result<CudaSlice<u8>> {
     let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::A_BOX)?;
     let map_b = match p.b {
-        BLayout::Transposed => tensor_map_2d(p.ty, b, p.k, p.n, p.ldb, v03_wgmma_ws::BT_BOX)?,
+        BLayout::Transposed => {
+            tensor_map_2d(p.ty, b, p.k, p.n, p.ldb, v03_wgmma_ws::bt_box(width))?
+        }
         BLayout::RowMajor => tensor_map_2d(p.ty, b, p.n, p.k, p.ldb, v03_wgmma_ws::BN_BOX)?,
     };
     upload_maps(gpu, &[map_a, map_b])
@@ -80,6 +83,11 @@ pub struct Prepared {
     /// (`None` for a padded operand, whose map holds its scratch).
     addrs: [Option<u64>; 2],
     group: u32,
+    /// `wgmma_ws`'s tile width and cut (`None` for the other kernels).
+    tile: Option<WsTile>,
+    /// A cut's workspace (partial-sum slots, then flags the kernel leaves zero), behind a lock
+    /// like the scratch: launches on several streams use it in turn, ordered by its guard.
+    ws: Option<Mutex<CudaSlice<f32>>>,
     /// What runs through scratch, and at which pitches.
     pad: PadPlan,
     /// The scratch, behind a lock: launches on several streams or threads write it in turn,
@@ -98,6 +106,8 @@ pub struct Options {
     /// Tile rows per group of `wgmma_ws`'s persistent tile order, ≥ 1 (`None`:
     /// `v03_wgmma_ws::GROUP_M`).
     pub group: Option<u32>,
+    /// `wgmma_ws`'s tile width and cut (`None`: [`ws_tile`]'s for the problem and device).
+    pub tile: Option<WsTile>,
     /// Whether operands the aligned-only kernels cannot read in place are copied into aligned
     /// scratch ([`Padding::Auto`], the default) or refused.
     pub padding: Padding,
@@ -194,6 +204,24 @@ pub fn prepare_with(
             ),
         });
     }
+    // wgmma_ws's tile: given (checked against the problem and the device before anything is
+    // allocated) or the model's.
+    let sms = gpu.info().sm_count;
+    let tile = match (variant, opts.tile) {
+        (Variant::WgmmaWs, Some(t)) => {
+            t.check(p, sms)?;
+            Some(t)
+        }
+        (Variant::WgmmaWs, None) => Some(ws_tile(p, sms)),
+        (v, Some(t)) => {
+            return Err(Error::Usage(format!(
+                "hgemm/{}: a tile ({}) is a wgmma_ws option",
+                v.name(),
+                t.label()
+            )))
+        }
+        (_, None) => None,
+    };
     // The padded path: sizes and pitches checked before anything is allocated, then the
     // scratch and a probe of the copies. A selected kernel falls back to `mma` (any pitch, no
     // scratch) where the copies cannot be made (but a device fault is returned).
@@ -232,10 +260,18 @@ pub fn prepare_with(
         }
         _ => {}
     }
+    // A selected kernel may have fallen back to `mma`.
+    let tile = tile.filter(|_| variant == Variant::WgmmaWs);
     // Block, shared bytes and grid come from the record that runs.
-    let info = variant.kernel(tuning);
+    let info = match tile {
+        Some(t) => t.info()?,
+        None => variant.kernel(tuning),
+    };
     let (threads, shared) = (info.threads(), info.shared_bytes(p.ty));
     let grid = match info.launch {
+        Launch::Persistent { .. } if tile.is_some_and(|t| t.cut > 1) => {
+            (tile.map_or(1, |t| t.grid(p, sms, group)), 1)
+        }
         Launch::Persistent { tile } => {
             // The device's tile scheduler, compiled for the host: the grid and the tile walk
             // are one definition. (`p.check` keeps M and N within u32.)
@@ -273,14 +309,20 @@ pub fn prepare_with(
             .during(|| format!("raising {symbol}'s dynamic shared memory to {shared} bytes"))?;
     }
     let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
-    let maps = match variant {
-        Variant::WgmmaWs => Some(tensor_maps(
+    let maps = match tile {
+        Some(t) => Some(tensor_maps(
             gpu,
             &q,
             at(Operand::A, 0),
             at(Operand::B, 1),
+            t.width,
         )?),
-        _ => None,
+        None => None,
+    };
+    // A cut's workspace, zeroed (the flags must start at zero; the kernel leaves them so).
+    let ws = match tile.map_or(0, |t| t.workspace_words(p, sms)) {
+        0 => None,
+        words => Some(Mutex::new(gpu.alloc::<f32>(words, "hgemm cut workspace")?)),
     };
     Ok(Prepared {
         variant,
@@ -300,6 +342,8 @@ pub fn prepare_with(
             pad.b.is_none().then_some(addrs[1]),
         ],
         group,
+        tile,
+        ws,
         pad,
         scratch: Mutex::new(scratch),
     })
@@ -343,6 +387,11 @@ impl Prepared {
     /// The kernel it launches.
     pub fn variant(&self) -> Variant {
         self.variant
+    }
+
+    /// `wgmma_ws`'s tile width and cut (`None` for the other kernels).
+    pub fn tile(&self) -> Option<WsTile> {
+        self.tile
     }
 
     /// The matrices each launch copies through aligned scratch (empty: none).
@@ -417,11 +466,22 @@ impl Prepared {
         let relu = q.relu as u32;
         // The tensor maps' guard, like the buffers', lives until the launch is enqueued.
         let maps = self.maps.as_ref().map(|m| m.device_ptr(stream));
+        let mut ws = self
+            .ws
+            .as_ref()
+            .map(|w| w.lock().unwrap_or_else(PoisonError::into_inner));
+        let ws = ws.as_mut().map(|w| {
+            use cudarc::driver::DevicePtrMut;
+            w.device_ptr_mut(stream)
+        });
+        let ws_ptr = ws.as_ref().map_or(0, |(ptr, _guard)| *ptr);
+        let cut = self.tile.map_or(1, |t| t.cut);
         let args = match &maps {
             Some((maps_ptr, _guard)) => vec![
                 Arg::Ptr(*maps_ptr),
                 Arg::Ptr(kc),
                 Arg::Ptr(bias_ptr),
+                Arg::Ptr(ws_ptr),
                 Arg::U32(m),
                 Arg::U32(n),
                 Arg::U32(k),
@@ -430,6 +490,7 @@ impl Prepared {
                 Arg::F32(q.beta),
                 Arg::U32(relu),
                 Arg::U32(self.group),
+                Arg::U32(cut),
             ],
             None => mma_args(&q, [ka, kb, kc, bias_ptr]),
         };
@@ -437,8 +498,8 @@ impl Prepared {
             args,
             ..self.plan.clone()
         };
-        // SAFETY: the argument lists are v03's `(maps, c, bias, m, n, k, ldc, α, β, relu,
-        // group)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`,
+        // SAFETY: the argument lists are v03's `(maps, c, bias, ws, m, n, k, ldc, α, β, relu,
+        // group, cut)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`,
         // over `q`, the caller's problem with the scratch pitches where padded. Each operand
         // the kernel touches holds `q`'s span: a caller's buffer was checked above against `p`
         // (lengths, C's type, the bias's n floats), whose pitch it keeps in `q`; a scratch
@@ -449,7 +510,10 @@ impl Prepared {
         // the scratch's addresses or at the in-place operands' checked above to be the ones
         // the maps hold, so they address memory inside these (checked) buffers, whatever
         // became of the ones `prepare` saw; the maps buffer is owned by `self`. Grid and
-        // shared memory were checked by `prepare`; every stream guard (the maps', the
+        // shared memory were checked by `prepare`, and for a cut the tile (`WsTile::check`: at
+        // most one block per SM, so all are resident) and its workspace of `cut_words` for that
+        // grid, owned by `self`, its flags zero (allocated zeroed, left zero by every launch);
+        // every stream guard (the maps', the
         // scratch's in `started`) lives until the launch is enqueued.
         unsafe { plan.enqueue(&self.func, stream) }.map_err(|e| {
             e.context(|| format!("launching hgemm/{} {}", self.variant.name(), p.shape()))

@@ -1,10 +1,17 @@
 //! Hopper `wgmma` + TMA, warp-specialized and persistent (sm_90a).
 //!
-//! - **Tile** 128 × 256 × 64 per block, three warpgroups: warpgroup 0 is the producer (one
-//!   thread issues every TMA load), warpgroups 1 and 2 are consumers, each computing 64 × 256 of
-//!   the tile with `wgmma.m64n256k16` (128 f32 accumulators per thread).
-//! - **Ring**: `STAGES` stages of A (128 × 64) and B (256 × 64) in 128-byte-swizzled shared
-//!   memory, 48 KiB each, a [`TmaRing`](crate::gpu::ring::TmaRing): a `full` mbarrier per stage
+//! - **Tile** 128 × BN × 64 per block, BN = 256 (`wgmma_ws`), 128 (`wgmma_ws_n128`) or 64
+//!   (`wgmma_ws_n64`): a [`Width`](crate::tc) of the shared `tc::width` block. Three warpgroups:
+//!   warpgroup 0 is the producer (one thread issues every TMA load), warpgroups 1 and 2 are
+//!   consumers, each computing 64 × BN of the tile with `wgmma.m64nBNk16` (BN/2 f32 accumulators
+//!   per thread). The narrow tiles are for products with few 128 × 256 tiles (small squares,
+//!   skinny M or N), where the wide tile leaves SMs idle or computes mostly padding.
+//! - **Cut** (`cut` > 1, BN ≤ 128): each tile's k-tiles are cut into `cut` segments, one block
+//!   each, `tiles · cut` blocks all resident at once; the block holding a tile's first segment
+//!   adds the others' f32 partial sums and finishes the tile (the stream-K walk and fix-up of
+//!   `tc::ws::run_stream_k` on a grid of whole segments) — split-K without a second kernel.
+//! - **Ring**: [`stages`] stages of A (128 × 64) and B (BN × 64) in 128-byte-swizzled shared
+//!   memory, a [`TmaRing`](crate::gpu::ring::TmaRing): a `full` mbarrier per stage
 //!   counts the TMA bytes in; an `empty` mbarrier per stage counts the eight consumer warps out.
 //!   The producer runs up to `STAGES` k-tiles ahead, also across output tiles, so loads for the
 //!   next tile overlap the epilogue.
@@ -27,23 +34,47 @@
 
 /// Rows of A per block.
 pub const BM: u32 = 128;
-/// Columns of B per block.
+/// Columns of B per block of the widest tile (`wgmma_ws`).
 pub const BN: u32 = 256;
 /// K per stage (one 128-byte swizzle row of f16/bf16).
 pub const BK: u32 = 64;
-/// Ring depth.
-pub const STAGES: u32 = 4;
+/// Ring depth of the widest tile.
+pub const STAGES: u32 = stages(BN);
 /// Threads: three warpgroups.
 pub const THREADS: u32 = 384;
 /// Bytes of A per stage.
 pub const A_STAGE_BYTES: u32 = BM * BK * 2;
-/// Bytes of B per stage.
-pub const B_STAGE_BYTES: u32 = BN * BK * 2;
-/// Bytes of one stage.
-pub const STAGE_BYTES: u32 = A_STAGE_BYTES + B_STAGE_BYTES;
-/// Dynamic shared bytes: the ring, the barriers, and up to 1 KiB to align the ring to the
-/// 1024-byte swizzle period.
-pub const SHARED_BYTES: usize = crate::gpu::ring::TmaRing::bytes(STAGE_BYTES, STAGES);
+/// Bytes of one stage of tile width `bn`.
+pub const fn stage_bytes(bn: u32) -> u32 {
+    A_STAGE_BYTES + bn * BK * 2
+}
+/// Ring depth of tile width `bn`: as many stages as fit in 225 KiB (the block's 227 KiB less
+/// the alignment and barriers), at most 8 — 4 (256), 7 (128), 8 (64).
+pub const fn stages(bn: u32) -> u32 {
+    let s = (225 * 1024) / stage_bytes(bn);
+    if s > 8 {
+        8
+    } else {
+        s
+    }
+}
+/// Dynamic shared bytes of tile width `bn`: the ring, the barriers, and up to 1 KiB to align
+/// the ring to the 1024-byte swizzle period.
+pub const fn shared_bytes(bn: u32) -> usize {
+    crate::gpu::ring::TmaRing::bytes(stage_bytes(bn), stages(bn))
+}
+/// Dynamic shared bytes of the widest tile.
+pub const SHARED_BYTES: usize = shared_bytes(BN);
+/// The widths that can cut tiles into k-segments (the 256-wide tile's 128 accumulators leave
+/// no registers for the fix-up).
+pub const fn can_cut(bn: u32) -> bool {
+    bn <= 128
+}
+/// f32 words of the cut workspace for a grid of `blocks`: the partial-sum slots (a 64 × `bn`
+/// slot per block and consumer), then `2 · blocks` `u32` flags, zero at launch and left zero.
+pub const fn cut_words(bn: u32, blocks: u32) -> usize {
+    blocks as usize * 2 * (64 * bn as usize + 1)
+}
 /// Registers per producer thread after `setmaxnreg.dec`.
 pub const PRODUCER_REGS: u32 = 40;
 /// Registers per consumer thread after `setmaxnreg.inc`: (168 · 384 − 40 · 128) / 256, rounded
@@ -54,37 +85,76 @@ pub const CONSUMER_REGS: u32 = 232;
 pub const GROUP_M: u32 = 16;
 /// The tensor-map box of A: 64 k × 128 rows.
 pub const A_BOX: (u32, u32) = (BK, BM);
-/// The box of transposed B (`bt`, N × K): 64 k × 256 rows.
-pub const BT_BOX: (u32, u32) = (BK, BN);
+/// The box of transposed B (`bt`, N × K) for tile width `bn`: 64 k × `bn` rows.
+pub const fn bt_box(bn: u32) -> (u32, u32) {
+    (BK, bn)
+}
 /// The box of row-major B (`bn`, K × N): 64 n × 64 k; four per stage.
 pub const BN_BOX: (u32, u32) = (64, BK);
 
-crate::entry_points! {
-    pub const SYMBOLS;
-    sm90a fn device::hgemm_wgmma_ws(maps: *const u8, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, m: u32, n: u32, k: u32, ldc: u32, alpha: f32, beta: f32, relu: u32, group: u32);
-    hgemm_wgmma_ws_f16_f16_bn => (F16, F16, Bn) [W = device::F16, O = crate::hgemm::OutF16; TRANS_B: u32 = 1];
-    hgemm_wgmma_ws_f16_f32_bn => (F16, F32, Bn) [W = device::F16, O = crate::hgemm::OutF32; TRANS_B: u32 = 1];
-    hgemm_wgmma_ws_bf16_bf16_bn => (Bf16, Bf16, Bn) [W = device::Bf16, O = crate::hgemm::OutBf16; TRANS_B: u32 = 1];
-    hgemm_wgmma_ws_bf16_f32_bn => (Bf16, F32, Bn) [W = device::Bf16, O = crate::hgemm::OutF32; TRANS_B: u32 = 1];
-    hgemm_wgmma_ws_f16_f16_bt => (F16, F16, Bt) [W = device::F16, O = crate::hgemm::OutF16; TRANS_B: u32 = 0];
-    hgemm_wgmma_ws_f16_f32_bt => (F16, F32, Bt) [W = device::F16, O = crate::hgemm::OutF32; TRANS_B: u32 = 0];
-    hgemm_wgmma_ws_bf16_bf16_bt => (Bf16, Bf16, Bt) [W = device::Bf16, O = crate::hgemm::OutBf16; TRANS_B: u32 = 0];
-    hgemm_wgmma_ws_bf16_f32_bt => (Bf16, F32, Bt) [W = device::Bf16, O = crate::hgemm::OutF32; TRANS_B: u32 = 0];
+macro_rules! ws_record {
+    ($info:ident, $syms:ident, $name:literal, $role:ident, $bn:literal,
+     [$($sym:ident => ($i:ident, $o:ident, $l:ident, $w:ident, $out:ident, $tb:literal);)+]) => {
+        crate::entry_points! {
+            pub const $syms;
+            sm90a fn device::hgemm_wgmma_ws(maps: *const u8, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, ldc: u32, alpha: f32, beta: f32, relu: u32, group: u32, cut: u32);
+            $($sym => ($i, $o, $l) [T = crate::tc::width::$w, O = crate::hgemm::$out; TRANS_B: u32 = $tb];)+
+        }
+
+        #[doc = concat!("Registry record of the 128 × ", stringify!($bn), " tile.")]
+        pub const $info: crate::registry::KernelInfo = crate::registry::KernelInfo {
+            family: crate::registry::Family::Hgemm,
+            name: $name,
+            role: crate::registry::Role::$role,
+            needs: crate::registry::Needs::HOPPER_TMA,
+            bounds: Some((THREADS, 1)),
+            block: (THREADS, 1, 1),
+            launch: crate::registry::Launch::Persistent { tile: (BM, $bn) },
+            shared_bytes_f16: shared_bytes($bn),
+            symbols: $syms,
+            about: concat!(
+                "wgmma + TMA ring, warp-specialized producer/consumers, persistent, 128x",
+                stringify!($bn),
+                " tiles (sm_90a)"
+            ),
+            ..crate::registry::KernelInfo::BASE
+        };
+    };
 }
 
-/// Registry record.
-pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
-    family: crate::registry::Family::Hgemm,
-    name: "wgmma_ws",
-    needs: crate::registry::Needs::HOPPER_TMA,
-    bounds: Some((THREADS, 1)),
-    block: (THREADS, 1, 1),
-    launch: crate::registry::Launch::Persistent { tile: (BM, BN) },
-    shared_bytes_f16: SHARED_BYTES,
-    symbols: SYMBOLS,
-    about: "wgmma + TMA ring, warp-specialized producer/consumers, persistent (sm_90a)",
-    ..crate::registry::KernelInfo::BASE
-};
+ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, 256, [
+    hgemm_wgmma_ws_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
+    hgemm_wgmma_ws_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
+    hgemm_wgmma_ws_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
+    hgemm_wgmma_ws_bf16_f32_bn => (Bf16, F32, Bn, N256Bf16, OutF32, 1);
+    hgemm_wgmma_ws_f16_f16_bt => (F16, F16, Bt, N256F16, OutF16, 0);
+    hgemm_wgmma_ws_f16_f32_bt => (F16, F32, Bt, N256F16, OutF32, 0);
+    hgemm_wgmma_ws_bf16_bf16_bt => (Bf16, Bf16, Bt, N256Bf16, OutBf16, 0);
+    hgemm_wgmma_ws_bf16_f32_bt => (Bf16, F32, Bt, N256Bf16, OutF32, 0);
+]);
+ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, 128, [
+    hgemm_wgmma_ws_n128_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
+    hgemm_wgmma_ws_n128_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
+    hgemm_wgmma_ws_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
+    hgemm_wgmma_ws_n128_bf16_f32_bn => (Bf16, F32, Bn, N128Bf16, OutF32, 1);
+    hgemm_wgmma_ws_n128_f16_f16_bt => (F16, F16, Bt, N128F16, OutF16, 0);
+    hgemm_wgmma_ws_n128_f16_f32_bt => (F16, F32, Bt, N128F16, OutF32, 0);
+    hgemm_wgmma_ws_n128_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
+    hgemm_wgmma_ws_n128_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
+]);
+ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, 64, [
+    hgemm_wgmma_ws_n64_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
+    hgemm_wgmma_ws_n64_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
+    hgemm_wgmma_ws_n64_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
+    hgemm_wgmma_ws_n64_bf16_f32_bn => (Bf16, F32, Bn, N64Bf16, OutF32, 1);
+    hgemm_wgmma_ws_n64_f16_f16_bt => (F16, F16, Bt, N64F16, OutF16, 0);
+    hgemm_wgmma_ws_n64_f16_f32_bt => (F16, F32, Bt, N64F16, OutF32, 0);
+    hgemm_wgmma_ws_n64_bf16_bf16_bt => (Bf16, Bf16, Bt, N64Bf16, OutBf16, 0);
+    hgemm_wgmma_ws_n64_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
+]);
+
+/// The tile widths, narrowest first.
+pub const WIDTHS: [&crate::registry::KernelInfo; 3] = [&INFO_N64, &INFO_N128, &INFO];
 
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 mod device {
@@ -92,41 +162,29 @@ mod device {
     #[allow(unused_imports)] // for the docs
     use crate::gpu::ring::TmaRing;
     use crate::gpu::sched::TileGrid;
-    use crate::gpu::{self, hopper, wgmma};
+    use crate::gpu::{self, hopper};
+    use crate::tc::width::Width;
     use crate::tc::ws::{self, WsKernel};
     use crate::tc::{Epilogue, TcOut};
 
-    /// The `wgmma` for one input type.
-    pub trait Wgmma {
-        /// `acc (+)= A·B` for 64 × 256 × 16.
-        unsafe fn mma<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, scale_d: u32);
-    }
-    pub struct F16;
-    pub struct Bf16;
-    impl Wgmma for F16 {
-        #[inline(always)]
-        unsafe fn mma<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, sd: u32) {
-            wgmma::wgmma_m64n256k16_f16::<TRANS_B>(acc, da, db, sd)
-        }
-    }
-    impl Wgmma for Bf16 {
-        #[inline(always)]
-        unsafe fn mma<const TRANS_B: u32>(acc: &mut [f32; 128], da: u64, db: u64, sd: u32) {
-            wgmma::wgmma_m64n256k16_bf16::<TRANS_B>(acc, da, db, sd)
-        }
-    }
-
-    /// The GEMM as hooks on the warp-specialized driver ([`ws::run`]).
-    struct WsGemm<W, O: TcOut, const TRANS_B: u32> {
+    /// The GEMM as hooks on the warp-specialized driver ([`ws::run`], [`ws::run_stream_k`]).
+    struct WsGemm<T, O: TcOut, const TRANS_B: u32> {
         /// A's tensor map (global memory).
         map_a: *const u8,
         /// B's tensor map.
         map_b: *const u8,
         epi: Epilogue<O>,
-        _w: core::marker::PhantomData<W>,
+        /// The first k-tile of the segment this consumer is on (0 for whole tiles): the
+        /// `wgmma`s of that k-tile overwrite the accumulators instead of adding to them.
+        kb: core::cell::Cell<u32>,
+        /// Cut tiles: block `b`'s consumer `c` leaves its partial sums at `slots + (2b + c) ·
+        /// 64 · BN`; the flags follow the slots (null: whole tiles).
+        slots: *mut f32,
+        flags: *mut u32,
+        _t: core::marker::PhantomData<T>,
     }
 
-    impl<W, O: TcOut, const TRANS_B: u32> WsGemm<W, O, TRANS_B> {
+    impl<T: Width, O: TcOut, const TRANS_B: u32> WsGemm<T, O, TRANS_B> {
         /// This thread's first accumulator row and column in tile `(tm, tn)` for consumer
         /// `half` (the `wgmma` D layout: warp `w` of the warpgroup owns rows `16w..16w + 16`).
         #[inline(always)]
@@ -134,16 +192,22 @@ mod device {
             let tid = gpu::thread_idx_x();
             let (warp, lane) = ((tid / 32) % 4, tid % 32);
             let (g, q) = (lane / 4, lane % 4);
-            (tm * BM + half * 64 + warp * 16 + g, tn * BN + 2 * q)
+            (tm * BM + half * 64 + warp * 16 + g, tn * T::BN + 2 * q)
+        }
+
+        /// Consumer `half`'s partial-sum slot of block `block`.
+        #[inline(always)]
+        unsafe fn slot(&self, block: u32, half: u32) -> *mut f32 {
+            self.slots.add(((2 * block + half) * 64 * T::BN) as usize)
         }
     }
 
-    impl<W: Wgmma, O: TcOut, const TRANS_B: u32> WsKernel for WsGemm<W, O, TRANS_B> {
-        const STAGES: u32 = STAGES;
-        const STAGE_BYTES: u32 = STAGE_BYTES;
+    impl<T: Width, O: TcOut, const TRANS_B: u32> WsKernel for WsGemm<T, O, TRANS_B> {
+        const STAGES: u32 = stages(T::BN);
+        const STAGE_BYTES: u32 = stage_bytes(T::BN);
         const CONSUMERS: u32 = 2;
-        type Acc = [f32; 128];
-        const ACC: [f32; 128] = [0f32; 128];
+        type Acc = T::Acc;
+        const ACC: T::Acc = T::ZERO;
 
         #[inline(always)]
         unsafe fn prefetch(&self) {
@@ -152,17 +216,22 @@ mod device {
         }
 
         #[inline(always)]
+        unsafe fn begin(&self, _acc: &mut T::Acc, _at: u32, _tile: (u32, u32), _half: u32, kb: u32) {
+            self.kb.set(kb);
+        }
+
+        #[inline(always)]
         unsafe fn produce(&self, stage: u32, full: u32, (tm, tn): (u32, u32), kt: u32) {
             let sa = stage; // (BM, BK), 128B-swizzled
-            let sb = stage + A_STAGE_BYTES; // (BN, BK) or, row-major B, four (BK, 64) boxes
+            let sb = stage + A_STAGE_BYTES; // (BN, BK) or, row-major B, BN/64 (BK, 64) boxes
             let kx = (kt * BK) as i32;
             hopper::tma_load_2d(sa, self.map_a, kx, (tm * BM) as i32, full);
             if TRANS_B == 0 {
-                hopper::tma_load_2d(sb, self.map_b, kx, (tn * BN) as i32, full);
+                hopper::tma_load_2d(sb, self.map_b, kx, (tn * T::BN) as i32, full);
             } else {
                 let mut j = 0;
-                while j < BN / 64 {
-                    let nx = (tn * BN + 64 * j) as i32;
+                while j < T::BN / 64 {
+                    let nx = (tn * T::BN + 64 * j) as i32;
                     hopper::tma_load_2d(sb + j * BN_BOX.0 * BK * 2, self.map_b, nx, kx, full);
                     j += 1;
                 }
@@ -170,10 +239,11 @@ mod device {
         }
 
         #[inline(always)]
-        unsafe fn consume(&self, acc: &mut [f32; 128], stage: u32, half: u32, kt: u32) {
+        unsafe fn consume(&self, acc: &mut T::Acc, stage: u32, half: u32, kt: u32) {
             // Consumer `half` takes rows 64·half .. 64·half + 64 of the tile.
             let sa = stage + half * (64 * BK * 2); // (64, BK)
             let sb = stage + A_STAGE_BYTES; // (BN, BK)
+            let first = kt == self.kb.get();
             hopper::wgmma_fence();
             let mut kk = 0;
             while kk < BK / 16 {
@@ -192,35 +262,39 @@ mod device {
                         hopper::Swizzle::B128,
                     )
                 };
-                W::mma::<TRANS_B>(acc, da, db, (kt > 0 || kk > 0) as u32);
+                T::mma::<TRANS_B>(acc, da, db, (!first || kk > 0) as u32);
                 kk += 1;
             }
             hopper::wgmma_commit();
             // Keep this k-tile's wgmma in flight; the previous one has finished reading its
             // stage, which the driver gives back to the producer.
-            wgmma::wgmma_wait_128::<1>(acc);
+            T::wait::<1>(acc);
         }
 
         #[inline(always)]
-        unsafe fn drain(&self, acc: &mut [f32; 128]) {
-            wgmma::wgmma_wait_128::<0>(acc);
+        unsafe fn drain(&self, acc: &mut T::Acc) {
+            T::wait::<0>(acc);
         }
 
         #[inline(always)]
-        unsafe fn finish(&self, acc: &mut [f32; 128], tile: (u32, u32), half: u32) {
+        unsafe fn finish(&self, acc: &mut T::Acc, tile: (u32, u32), half: u32) {
             let (row, col0) = self.origin(tile, half);
-            // Fully unrolled: an indexed accumulator would move the array to local memory.
-            if self.epi.chunks_aligned() {
-                // 16-bit C with 16-byte rows: quads of n8 fragments as one 16-byte store per
-                // lane, rows `row` and `row + 8` (the conv epilogue's path).
-                crate::store_acc_x4!(self.epi, acc, row, col0, 8);
-                return;
-            }
-            crate::unroll!(32, j, {
-                let col = col0 + 8 * j as u32;
-                let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
-                self.epi.store_frag(row, col, d);
-            });
+            T::store(acc, &self.epi, row, col0);
+        }
+
+        #[inline(always)]
+        fn flags(&self) -> *mut u32 {
+            self.flags
+        }
+
+        #[inline(always)]
+        unsafe fn store_partial(&self, acc: &T::Acc, block: u32, half: u32) {
+            T::store_partial(acc, self.slot(block, half), gpu::thread_idx_x() % 128);
+        }
+
+        #[inline(always)]
+        unsafe fn add_partial(&self, acc: &mut T::Acc, block: u32, half: u32) {
+            T::add_partial(acc, self.slot(block, half), gpu::thread_idx_x() % 128);
         }
 
         #[inline(always)]
@@ -228,7 +302,7 @@ mod device {
             // K = 0: C = β·C (+ bias) (ReLU). A loop, not unrolled: this path is cold.
             let (row, col0) = self.origin(tile, half);
             let mut j = 0;
-            while j < BN / 8 {
+            while j < T::BN / 8 {
                 self.epi.store_frag(row, col0 + 8 * j, [0.0; 4]);
                 j += 1;
             }
@@ -236,14 +310,17 @@ mod device {
     }
 
     /// The kernel. `maps`: the A tensor map at byte 0 and B's at byte 128, in global memory;
-    /// `group`: tile rows per group of the tile order (≥ 1).
-    /// `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K).
+    /// `group`: tile rows per group of the tile order (≥ 1); `cut` ≤ 1: whole tiles, persistent
+    /// over the launch's blocks; `cut` > 1 (BN ≤ 128 only): the launch has `tiles · cut` blocks,
+    /// all resident, each a k-segment of one tile, and `ws` holds [`cut_words`] words (the
+    /// flags zero). `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub unsafe fn hgemm_wgmma_ws<W: Wgmma, O: TcOut, const TRANS_B: u32>(
+    pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32>(
         maps: *const u8,
         c: *mut O::Store,
         bias: *const f32,
+        ws: *mut f32,
         m: u32,
         n: u32,
         k: u32,
@@ -252,8 +329,10 @@ mod device {
         beta: f32,
         relu: u32,
         group: u32,
+        cut: u32,
     ) {
-        let gemm = WsGemm::<W, O, TRANS_B> {
+        let cut = can_cut(T::BN) && cut > 1;
+        let gemm = WsGemm::<T, O, TRANS_B> {
             map_a: maps,
             map_b: maps.add(128),
             epi: Epilogue {
@@ -266,9 +345,20 @@ mod device {
                 bias,
                 relu,
             },
-            _w: core::marker::PhantomData,
+            kb: core::cell::Cell::new(0),
+            slots: ws,
+            flags: if cut {
+                ws.add((gpu::grid_dim_x() * 2 * 64 * T::BN) as usize) as *mut u32
+            } else {
+                core::ptr::null_mut()
+            },
+            _t: core::marker::PhantomData,
         };
-        let grid = TileGrid::new(m, n, BM, BN, group);
-        ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
+        let grid = TileGrid::new(m, n, BM, T::BN, group);
+        if cut {
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
+        } else {
+            ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
+        }
     }
 }
