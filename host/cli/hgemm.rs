@@ -117,6 +117,11 @@ pub struct BenchArgs {
     /// wgmma_ws's tile-row band of its block order (≥ 1) [default: the kernel's GROUP_M]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub group: Option<u32>,
+    /// wgmma_ws's tile rows: 128 (the consumers split the rows) or 64 (they split the columns;
+    /// widths 128 and 256) [default: the model's choice per shape]
+    #[arg(long, value_name = "N", value_parser = clap::builder::PossibleValuesParser::new(["64", "128"])
+          .map(|s| s.parse::<u32>().expect("a possible value")))]
+    pub rows: Option<u32>,
     /// wgmma_ws's tile width (columns of C per tile) [default: the model's choice per shape]
     #[arg(long, value_name = "N", value_parser = clap::builder::PossibleValuesParser::new(["64", "128", "256"])
           .map(|s| s.parse::<u32>().expect("a possible value")))]

@@ -104,12 +104,13 @@ pub type GpuRun = (usize, Problem, bool, Option<Variant>, Option<WsTile>);
 
 /// The `wgmma_ws` tiles every small case also runs on sm_90a, where [`WsTile::check`] allows
 /// them: the narrow widths whole, and cut into segments (even and uneven cuts).
-pub const TILE_CASES: [WsTile; 5] = [
-    WsTile { width: 128, cut: 1 },
-    WsTile { width: 64, cut: 1 },
-    WsTile { width: 128, cut: 2 },
-    WsTile { width: 64, cut: 3 },
-    WsTile { width: 128, cut: 8 },
+pub const TILE_CASES: [WsTile; 6] = [
+    WsTile::whole(128, 128),
+    WsTile::whole(128, 64),
+    WsTile::whole(64, 256),
+    WsTile { rows: 128, width: 128, cut: 2 },
+    WsTile { rows: 64, width: 128, cut: 3 },
+    WsTile { rows: 128, width: 64, cut: 8 },
 ];
 
 /// Every GPU run of [`validation_cases`]. Small cases run every variant the device has (the
@@ -122,7 +123,9 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
     let sm90a = gpu.flavour() == Flavour::Sm90a;
     let sms = gpu.info().sm_count;
     let mut cases = validation_cases(quick);
-    for (m, n, k) in [(16, 4096, 4096), (64, 2048, 3000), (3000, 32, 2048), (512, 512, 512)] {
+    // The extra shapes run the selection and the tiles only.
+    let first_extra = cases.len();
+    for (m, n, k) in [(16, 2048, 4096), (64, 2048, 3000), (3000, 32, 2048), (512, 512, 512)] {
         for b in [BLayout::RowMajor, BLayout::Transposed] {
             cases.push((Problem::new(DType::F16, m, n, k).with_b(b), false));
             let mut p = Problem::new(DType::Bf16, m, n, k).with_b(b);
@@ -132,8 +135,9 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
     }
     for (i, (p, bias)) in cases.into_iter().enumerate() {
         let big = p.flops() > 1e10;
+        let skinny = i >= first_extra;
         let mut variants: Vec<Option<Variant>> = vec![None];
-        if !big {
+        if !big && !skinny {
             variants.extend(variants_for(gpu).into_iter().map(Some));
         } else {
             if sm90a {

@@ -161,13 +161,21 @@ fn peak(gpu: &Gpu, a: &PeakArgs) -> Result<()> {
 
 /// `wgmma_ws`'s tile from `--width` / `--cut` (for an explicit or selected `wgmma_ws`; `None`:
 /// the model's). A cut without a width runs on the 128-wide tile.
-fn tile_opt(v: Option<Variant>, width: Option<u32>, cut: Option<u32>) -> Option<hgemm::WsTile> {
-    if matches!(v, Some(Variant::Mma | Variant::MmaPipeline)) || (width.is_none() && cut.is_none()) {
+fn tile_opt(
+    v: Option<Variant>,
+    rows: Option<u32>,
+    width: Option<u32>,
+    cut: Option<u32>,
+) -> Option<hgemm::WsTile> {
+    if matches!(v, Some(Variant::Mma | Variant::MmaPipeline))
+        || (rows.is_none() && width.is_none() && cut.is_none())
+    {
         return None;
     }
     let cut = cut.unwrap_or(1);
-    let width = width.unwrap_or(if cut > 1 { 128 } else { 256 });
-    Some(hgemm::WsTile { width, cut })
+    let rows = rows.unwrap_or(128);
+    let width = width.unwrap_or(if cut > 1 || rows == 64 { 128 } else { 256 });
+    Some(hgemm::WsTile { rows, width, cut })
 }
 
 fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
@@ -178,6 +186,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         b: layouts,
         out,
         group,
+        rows: tile_rows,
         width,
         cut,
         timing: pairing,
@@ -262,7 +271,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         variant: v,
                         tuning,
                         group: *group,
-                        tile: tile_opt(v, *width, *cut),
+                        tile: tile_opt(v, *tile_rows, *width, *cut),
                         padding: *padding,
                     };
                     progress.step(&format!(

@@ -176,7 +176,10 @@ pub fn entry_of(kernel: &'static KernelInfo, p: &Problem) -> Result<&'static Ent
 /// How `wgmma_ws` runs a product: its tile width and how many k-segments each tile is cut into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct WsTile {
-    /// Columns of C per tile: 256, 128 or 64 (`v03_wgmma_ws::WIDTHS`).
+    /// Rows of C per tile: 128 (the consumers split the rows) or 64 (they split the columns).
+    pub rows: u32,
+    /// Columns of C per tile: 256, 128 or 64 at 128 rows; 256 or 128 at 64 rows
+    /// (`v03_wgmma_ws::TILES`).
     pub width: u32,
     /// k-segments per tile, one block each (1: whole tiles, persistent over one block per SM;
     /// more: widths ≤ 128 only, `tiles · cut` blocks, at most one per SM).
@@ -188,20 +191,42 @@ pub const MAX_CUT: u32 = 8;
 
 impl WsTile {
     /// The widest tile, whole: the kernel as it ran before the narrow tiles existed.
-    pub const WIDE: WsTile = WsTile { width: 256, cut: 1 };
+    pub const WIDE: WsTile = WsTile {
+        rows: 128,
+        width: 256,
+        cut: 1,
+    };
 
-    /// The registry record of the width ([`Error::Usage`] for a width that is not built).
+    /// A whole (uncut) tile of `rows × width`.
+    pub const fn whole(rows: u32, width: u32) -> WsTile {
+        WsTile {
+            rows,
+            width,
+            cut: 1,
+        }
+    }
+
+    /// The registry record of the tile ([`Error::Usage`] for a tile that is not built).
     pub fn info(self) -> Result<&'static KernelInfo> {
-        use rustile_kernels::hgemm::v03_wgmma_ws::WIDTHS;
-        WIDTHS
+        use rustile_kernels::hgemm::v03_wgmma_ws::TILES;
+        TILES
             .into_iter()
-            .find(|k| matches!(k.launch, rustile_kernels::registry::Launch::Persistent { tile } if tile.1 == self.width))
+            .find(|k| matches!(k.launch, rustile_kernels::registry::Launch::Persistent { tile } if tile == (self.rows, self.width)))
             .ok_or_else(|| {
                 Error::Usage(format!(
-                    "hgemm/wgmma_ws: no {}-wide tile (64, 128, 256)",
-                    self.width
+                    "hgemm/wgmma_ws: no {} × {} tile (128 × 64, 128, 256; 64 × 128, 256)",
+                    self.rows, self.width
                 ))
             })
+    }
+
+    /// Columns of C per consumer warpgroup (the `wgmma` N).
+    pub fn consumer_width(self) -> u32 {
+        if self.rows == 64 {
+            self.width / 2
+        } else {
+            self.width
+        }
     }
 
     /// Name in reports: the record's, with the cut (`wgmma_ws_n64 cut 4`).
@@ -215,7 +240,7 @@ impl WsTile {
 
     /// Output tiles of `p` at this width.
     pub fn tiles(self, p: &Problem) -> u64 {
-        p.m.div_ceil(128) as u64 * p.n.div_ceil(self.width as usize) as u64
+        p.m.div_ceil(self.rows as usize) as u64 * p.n.div_ceil(self.width as usize) as u64
     }
 
     /// k-tiles per output tile.
@@ -242,10 +267,10 @@ impl WsTile {
         if self.cut == 1 {
             return Ok(());
         }
-        if !rustile_kernels::hgemm::v03_wgmma_ws::can_cut(self.width) {
+        if !rustile_kernels::hgemm::v03_wgmma_ws::can_cut(self.consumer_width()) {
             return Err(unsupported(format!(
-                "the {}-wide tile cannot cut tiles (its accumulators leave no registers for \
-                 the fix-up); use width 64 or 128",
+                "the 128 × {} tile cannot cut tiles (its accumulators leave no registers for \
+                 the fix-up); use width 64 or 128, or 64 rows",
                 self.width
             )));
         }
@@ -273,7 +298,7 @@ impl WsTile {
         if self.cut > 1 {
             (self.tiles(p) * self.cut as u64) as u32
         } else {
-            TileGrid::new(p.m as u32, p.n as u32, 128, self.width, group).persistent_grid(sms)
+            TileGrid::new(p.m as u32, p.n as u32, self.rows, self.width, group).persistent_grid(sms)
         }
     }
 
@@ -281,7 +306,10 @@ impl WsTile {
     pub fn workspace_words(self, p: &Problem, sms: u32) -> usize {
         match self.cut {
             1 => 0,
-            _ => rustile_kernels::hgemm::v03_wgmma_ws::cut_words(self.width, self.grid(p, sms, 1)),
+            _ => rustile_kernels::hgemm::v03_wgmma_ws::cut_words(
+                self.consumer_width(),
+                self.grid(p, sms, 1),
+            ),
         }
     }
 
@@ -290,9 +318,17 @@ impl WsTile {
     /// fix-up per extra segment, and no less than the operands' bytes at the DRAM rate.
     /// Calibrated on the H200 (`notes/hgemm.md`, session 12).
     pub fn estimate(self, p: &Problem, sms: u32) -> f64 {
-        let per_k = match self.width {
-            256 => KT_US_256,
-            128 => KT_US_128,
+        let bytes = ((p.m * p.k + p.k * p.n) * 2) as f64;
+        self.compute(p, sms).max(bytes / DRAM_BYTES_PER_US)
+    }
+
+    /// [`WsTile::estimate`] without the DRAM floor: the SMs' side alone (what breaks ties
+    /// between tiles the floor makes equal).
+    pub fn compute(self, p: &Problem, sms: u32) -> f64 {
+        // The work per k-tile is rows · width: 128 × 256; 128 × 128 and 64 × 256; the rest.
+        let per_k = match self.rows * self.width {
+            32768 => KT_US_256,
+            16384 => KT_US_128,
             _ => KT_US_64,
         };
         let tiles = self.tiles(p);
@@ -303,40 +339,43 @@ impl WsTile {
             let waves = tiles.div_ceil(sms as u64) as f64;
             (waves, waves * kt)
         };
-        let compute = kt_block * per_k
-            + per_block_tiles * TILE_US
-            + (self.cut - 1) as f64 * CUT_US;
-        let bytes = ((p.m * p.k + p.k * p.n) * 2) as f64;
-        compute.max(bytes / DRAM_BYTES_PER_US)
+        kt_block * per_k + per_block_tiles * TILE_US + (self.cut - 1) as f64 * CUT_US
     }
 }
 
-/// µs per k-tile (128 × width × 64) on one SM: 256-, 128- and 64-wide tiles.
-pub const KT_US_256: f64 = 0.78;
-/// See [`KT_US_256`].
+/// µs per k-tile (rows × width × 64) on one SM, measured on the H200 (session 12 sweep): the
+/// 128 × 256 tile (2048³–4096³: 0.74–0.88).
+pub const KT_US_256: f64 = 0.74;
+/// 128 × 128 and 64 × 256 (4096³ 0.42, 2048³ 0.47).
 pub const KT_US_128: f64 = 0.42;
-/// See [`KT_US_256`].
-pub const KT_US_64: f64 = 0.25;
+/// 128 × 64 and 64 × 128 (2048³: 0.33).
+pub const KT_US_64: f64 = 0.33;
 /// µs per tile a block holds beyond its k-tiles (first loads, epilogue).
 pub const TILE_US: f64 = 1.5;
-/// µs per extra segment of a cut tile (partial sums stored, flagged, read back).
-pub const CUT_US: f64 = 0.8;
-/// The DRAM rate the skinny products stream at, bytes per µs (~4.3 TB/s).
-pub const DRAM_BYTES_PER_US: f64 = 4.3e6;
+/// µs per extra segment of a cut tile (partial sums stored, flagged, read back): 1.0–3.3
+/// measured at 512³ and 1024³.
+pub const CUT_US: f64 = 2.5;
+/// The DRAM rate our TMA streams reach on the skinny products, bytes per µs (2.5–3.1 TB/s
+/// measured at 16 × 16384² and 64 × 8192²; cuBLAS reaches 4.3).
+pub const DRAM_BYTES_PER_US: f64 = 3.0e6;
 
 /// The tile `wgmma_ws` takes for `p` on `sms` SMs: the lowest [`WsTile::estimate`] over the
-/// widths and cuts that [`WsTile::check`] allows, the widest whole tile on ties.
+/// tiles and cuts that [`WsTile::check`] allows, then the lowest [`WsTile::compute`] among
+/// those the DRAM floor makes equal; a candidate must be 3 % better to displace one earlier in
+/// the order (the wide tile first).
 pub fn ws_tile(p: &Problem, sms: u32) -> WsTile {
-    let mut best = (WsTile::WIDE, WsTile::WIDE.estimate(p, sms));
-    for width in [256, 128, 64] {
+    let score = |t: WsTile| (t.estimate(p, sms), t.compute(p, sms));
+    let mut best = (WsTile::WIDE, score(WsTile::WIDE));
+    for (rows, width) in [(128, 256), (128, 128), (128, 64), (64, 256), (64, 128)] {
         for cut in [1, 2, 3, 4, 6, 8] {
-            let t = WsTile { width, cut };
+            let t = WsTile { rows, width, cut };
             if t.check(p, sms).is_err() {
                 continue;
             }
-            let e = t.estimate(p, sms);
-            if e < best.1 * 0.97 {
-                best = (t, e);
+            let (e, c) = score(t);
+            let (be, bc) = best.1;
+            if e < be * 0.97 || (e <= be && c < bc * 0.97) {
+                best = (t, (e, c));
             }
         }
     }

@@ -55,10 +55,11 @@ impl OutBuf {
     }
 }
 
-/// Tensor maps for the `wgmma` kernel with tiles `width` wide, in device memory (A at byte 0,
-/// B at byte 128).
-fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64, width: u32) -> Result<CudaSlice<u8>> {
-    let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::A_BOX)?;
+/// Tensor maps for the `wgmma` kernel with `tile`'s rows and width, in device memory (A at
+/// byte 0, B at byte 128).
+fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64, tile: WsTile) -> Result<CudaSlice<u8>> {
+    let (rows, width) = (tile.rows, tile.width);
+    let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::a_box(rows))?;
     let map_b = match p.b {
         BLayout::Transposed => {
             tensor_map_2d(p.ty, b, p.k, p.n, p.ldb, v03_wgmma_ws::bt_box(width))?
@@ -315,7 +316,7 @@ pub fn prepare_with(
             &q,
             at(Operand::A, 0),
             at(Operand::B, 1),
-            t.width,
+            t,
         )?),
         None => None,
     };

@@ -6,6 +6,10 @@
 //!   consumers, each computing 64 × BN of the tile with `wgmma.m64nBNk16` (BN/2 f32 accumulators
 //!   per thread). The narrow tiles are for products with few 128 × 256 tiles (small squares,
 //!   skinny M or N), where the wide tile leaves SMs idle or computes mostly padding.
+//! - **Skinny M** (`wgmma_ws_m64`, `wgmma_ws_m64_n128`): tiles of 64 × 2·BN, the two consumers
+//!   splitting the columns (each 64 × BN, BN = 128 or 64) instead of the rows, so a product with
+//!   M ≤ 64 computes half the padding rows of the 128-row tile and streams B with half as many
+//!   blocks per column tile.
 //! - **Cut** (`cut` > 1, BN ≤ 128): each tile's k-tiles are cut into `cut` segments, one block
 //!   each, `tiles · cut` blocks all resident at once; the block holding a tile's first segment
 //!   adds the others' f32 partial sums and finishes the tile (the stream-K walk and fix-up of
@@ -39,39 +43,40 @@ pub const BN: u32 = 256;
 /// K per stage (one 128-byte swizzle row of f16/bf16).
 pub const BK: u32 = 64;
 /// Ring depth of the widest tile.
-pub const STAGES: u32 = stages(BN);
+pub const STAGES: u32 = stages(BM, BN);
 /// Threads: three warpgroups.
 pub const THREADS: u32 = 384;
-/// Bytes of A per stage.
+/// Bytes of A per stage of the 128-row tile.
 pub const A_STAGE_BYTES: u32 = BM * BK * 2;
-/// Bytes of one stage of tile width `bn`.
-pub const fn stage_bytes(bn: u32) -> u32 {
-    A_STAGE_BYTES + bn * BK * 2
+/// Bytes of one stage of a `rows × cols` tile (A's rows and B's columns, 64 k each).
+pub const fn stage_bytes(rows: u32, cols: u32) -> u32 {
+    (rows + cols) * BK * 2
 }
-/// Ring depth of tile width `bn`: as many stages as fit in 225 KiB (the block's 227 KiB less
-/// the alignment and barriers), at most 8 — 4 (256), 7 (128), 8 (64).
-pub const fn stages(bn: u32) -> u32 {
-    let s = (225 * 1024) / stage_bytes(bn);
+/// Ring depth of a `rows × cols` tile: as many stages as fit in 225 KiB (the block's 227 KiB
+/// less the alignment and barriers), at most 8 — 4 (128 × 256), 7 (128 × 128, 64 × 256),
+/// 8 (128 × 64, 64 × 128).
+pub const fn stages(rows: u32, cols: u32) -> u32 {
+    let s = (225 * 1024) / stage_bytes(rows, cols);
     if s > 8 {
         8
     } else {
         s
     }
 }
-/// Dynamic shared bytes of tile width `bn`: the ring, the barriers, and up to 1 KiB to align
-/// the ring to the 1024-byte swizzle period.
-pub const fn shared_bytes(bn: u32) -> usize {
-    crate::gpu::ring::TmaRing::bytes(stage_bytes(bn), stages(bn))
+/// Dynamic shared bytes of a `rows × cols` tile: the ring, the barriers, and up to 1 KiB to
+/// align the ring to the 1024-byte swizzle period.
+pub const fn shared_bytes(rows: u32, cols: u32) -> usize {
+    crate::gpu::ring::TmaRing::bytes(stage_bytes(rows, cols), stages(rows, cols))
 }
 /// Dynamic shared bytes of the widest tile.
-pub const SHARED_BYTES: usize = shared_bytes(BN);
+pub const SHARED_BYTES: usize = shared_bytes(BM, BN);
 /// The widths that can cut tiles into k-segments (the 256-wide tile's 128 accumulators leave
 /// no registers for the fix-up).
 pub const fn can_cut(bn: u32) -> bool {
     bn <= 128
 }
-/// f32 words of the cut workspace for a grid of `blocks`: the partial-sum slots (a 64 × `bn`
-/// slot per block and consumer), then `2 · blocks` `u32` flags, zero at launch and left zero.
+/// f32 words of the cut workspace for a grid of `blocks` with consumers `bn` wide: the
+/// partial-sum slots (a 64 × `bn` slot per block and consumer), then `2 · blocks` `u32` flags, zero at launch and left zero.
 pub const fn cut_words(bn: u32, blocks: u32) -> usize {
     blocks as usize * 2 * (64 * bn as usize + 1)
 }
@@ -83,8 +88,10 @@ pub const CONSUMER_REGS: u32 = 232;
 /// Tile rows per group of the persistent tile order (the default of the kernel's `group`
 /// argument).
 pub const GROUP_M: u32 = 16;
-/// The tensor-map box of A: 64 k × 128 rows.
-pub const A_BOX: (u32, u32) = (BK, BM);
+/// The tensor-map box of A for tiles of `rows` (128 or 64): 64 k × `rows`.
+pub const fn a_box(rows: u32) -> (u32, u32) {
+    (BK, rows)
+}
 /// The box of transposed B (`bt`, N × K) for tile width `bn`: 64 k × `bn` rows.
 pub const fn bt_box(bn: u32) -> (u32, u32) {
     (BK, bn)
@@ -93,15 +100,15 @@ pub const fn bt_box(bn: u32) -> (u32, u32) {
 pub const BN_BOX: (u32, u32) = (64, BK);
 
 macro_rules! ws_record {
-    ($info:ident, $syms:ident, $name:literal, $role:ident, $bn:literal,
+    ($info:ident, $syms:ident, $name:literal, $role:ident, $rows:literal, $cols:literal, $split:literal,
      [$($sym:ident => ($i:ident, $o:ident, $l:ident, $w:ident, $out:ident, $tb:literal);)+]) => {
         crate::entry_points! {
             pub const $syms;
             sm90a fn device::hgemm_wgmma_ws(maps: *const u8, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, ldc: u32, alpha: f32, beta: f32, relu: u32, group: u32, cut: u32);
-            $($sym => ($i, $o, $l) [T = crate::tc::width::$w, O = crate::hgemm::$out; TRANS_B: u32 = $tb];)+
+            $($sym => ($i, $o, $l) [T = crate::tc::width::$w, O = crate::hgemm::$out; TRANS_B: u32 = $tb, SPLIT: u32 = $split];)+
         }
 
-        #[doc = concat!("Registry record of the 128 × ", stringify!($bn), " tile.")]
+        #[doc = concat!("Registry record of the ", stringify!($rows), " × ", stringify!($cols), " tile.")]
         pub const $info: crate::registry::KernelInfo = crate::registry::KernelInfo {
             family: crate::registry::Family::Hgemm,
             name: $name,
@@ -109,12 +116,14 @@ macro_rules! ws_record {
             needs: crate::registry::Needs::HOPPER_TMA,
             bounds: Some((THREADS, 1)),
             block: (THREADS, 1, 1),
-            launch: crate::registry::Launch::Persistent { tile: (BM, $bn) },
-            shared_bytes_f16: shared_bytes($bn),
+            launch: crate::registry::Launch::Persistent { tile: ($rows, $cols) },
+            shared_bytes_f16: shared_bytes($rows, $cols),
             symbols: $syms,
             about: concat!(
-                "wgmma + TMA ring, warp-specialized producer/consumers, persistent, 128x",
-                stringify!($bn),
+                "wgmma + TMA ring, warp-specialized producer/consumers, persistent, ",
+                stringify!($rows),
+                "x",
+                stringify!($cols),
                 " tiles (sm_90a)"
             ),
             ..crate::registry::KernelInfo::BASE
@@ -122,7 +131,7 @@ macro_rules! ws_record {
     };
 }
 
-ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, 256, [
+ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, 128, 256, 0, [
     hgemm_wgmma_ws_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
     hgemm_wgmma_ws_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
     hgemm_wgmma_ws_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
@@ -132,7 +141,7 @@ ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, 256, [
     hgemm_wgmma_ws_bf16_bf16_bt => (Bf16, Bf16, Bt, N256Bf16, OutBf16, 0);
     hgemm_wgmma_ws_bf16_f32_bt => (Bf16, F32, Bt, N256Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, 128, [
+ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, 128, 128, 0, [
     hgemm_wgmma_ws_n128_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_ws_n128_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_ws_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -142,7 +151,7 @@ ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, 128, [
     hgemm_wgmma_ws_n128_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
     hgemm_wgmma_ws_n128_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, 64, [
+ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, 128, 64, 0, [
     hgemm_wgmma_ws_n64_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
     hgemm_wgmma_ws_n64_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
     hgemm_wgmma_ws_n64_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
@@ -153,8 +162,30 @@ ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, 64, [
     hgemm_wgmma_ws_n64_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
 ]);
 
-/// The tile widths, narrowest first.
-pub const WIDTHS: [&crate::registry::KernelInfo; 3] = [&INFO_N64, &INFO_N128, &INFO];
+ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, 64, 256, 1, [
+    hgemm_wgmma_ws_m64_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
+    hgemm_wgmma_ws_m64_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
+    hgemm_wgmma_ws_m64_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
+    hgemm_wgmma_ws_m64_bf16_f32_bn => (Bf16, F32, Bn, N128Bf16, OutF32, 1);
+    hgemm_wgmma_ws_m64_f16_f16_bt => (F16, F16, Bt, N128F16, OutF16, 0);
+    hgemm_wgmma_ws_m64_f16_f32_bt => (F16, F32, Bt, N128F16, OutF32, 0);
+    hgemm_wgmma_ws_m64_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
+    hgemm_wgmma_ws_m64_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
+]);
+ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, 64, 128, 1, [
+    hgemm_wgmma_ws_m64_n128_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
+    hgemm_wgmma_ws_m64_n128_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
+    hgemm_wgmma_ws_m64_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
+    hgemm_wgmma_ws_m64_n128_bf16_f32_bn => (Bf16, F32, Bn, N64Bf16, OutF32, 1);
+    hgemm_wgmma_ws_m64_n128_f16_f16_bt => (F16, F16, Bt, N64F16, OutF16, 0);
+    hgemm_wgmma_ws_m64_n128_f16_f32_bt => (F16, F32, Bt, N64F16, OutF32, 0);
+    hgemm_wgmma_ws_m64_n128_bf16_bf16_bt => (Bf16, Bf16, Bt, N64Bf16, OutBf16, 0);
+    hgemm_wgmma_ws_m64_n128_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
+]);
+
+/// The tiles: 128 rows, narrowest first, then 64 rows (consumers splitting the columns).
+pub const TILES: [&crate::registry::KernelInfo; 5] =
+    [&INFO_N64, &INFO_N128, &INFO, &INFO_M64_N128, &INFO_M64];
 
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
 mod device {
@@ -168,7 +199,7 @@ mod device {
     use crate::tc::{Epilogue, TcOut};
 
     /// The GEMM as hooks on the warp-specialized driver ([`ws::run`], [`ws::run_stream_k`]).
-    struct WsGemm<T, O: TcOut, const TRANS_B: u32> {
+    struct WsGemm<T, O: TcOut, const TRANS_B: u32, const SPLIT: u32> {
         /// A's tensor map (global memory).
         map_a: *const u8,
         /// B's tensor map.
@@ -184,7 +215,14 @@ mod device {
         _t: core::marker::PhantomData<T>,
     }
 
-    impl<T: Width, O: TcOut, const TRANS_B: u32> WsGemm<T, O, TRANS_B> {
+    impl<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32> WsGemm<T, O, TRANS_B, SPLIT> {
+        /// Tile rows: 128 (consumers split the rows) or 64 (they split the columns).
+        const ROWS: u32 = if SPLIT != 0 { 64 } else { BM };
+        /// Tile columns: BN, or 2·BN when the consumers split them.
+        const COLS: u32 = if SPLIT != 0 { 2 * T::BN } else { T::BN };
+        /// Bytes of A per stage.
+        const A_BYTES: u32 = Self::ROWS * BK * 2;
+
         /// This thread's first accumulator row and column in tile `(tm, tn)` for consumer
         /// `half` (the `wgmma` D layout: warp `w` of the warpgroup owns rows `16w..16w + 16`).
         #[inline(always)]
@@ -192,7 +230,11 @@ mod device {
             let tid = gpu::thread_idx_x();
             let (warp, lane) = ((tid / 32) % 4, tid % 32);
             let (g, q) = (lane / 4, lane % 4);
-            (tm * BM + half * 64 + warp * 16 + g, tn * T::BN + 2 * q)
+            if SPLIT != 0 {
+                (tm * 64 + warp * 16 + g, tn * Self::COLS + half * T::BN + 2 * q)
+            } else {
+                (tm * BM + half * 64 + warp * 16 + g, tn * T::BN + 2 * q)
+            }
         }
 
         /// Consumer `half`'s partial-sum slot of block `block`.
@@ -202,9 +244,11 @@ mod device {
         }
     }
 
-    impl<T: Width, O: TcOut, const TRANS_B: u32> WsKernel for WsGemm<T, O, TRANS_B> {
-        const STAGES: u32 = stages(T::BN);
-        const STAGE_BYTES: u32 = stage_bytes(T::BN);
+    impl<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32> WsKernel
+        for WsGemm<T, O, TRANS_B, SPLIT>
+    {
+        const STAGES: u32 = stages(Self::ROWS, Self::COLS);
+        const STAGE_BYTES: u32 = stage_bytes(Self::ROWS, Self::COLS);
         const CONSUMERS: u32 = 2;
         type Acc = T::Acc;
         const ACC: T::Acc = T::ZERO;
@@ -222,16 +266,16 @@ mod device {
 
         #[inline(always)]
         unsafe fn produce(&self, stage: u32, full: u32, (tm, tn): (u32, u32), kt: u32) {
-            let sa = stage; // (BM, BK), 128B-swizzled
-            let sb = stage + A_STAGE_BYTES; // (BN, BK) or, row-major B, BN/64 (BK, 64) boxes
+            let sa = stage; // (ROWS, BK), 128B-swizzled
+            let sb = stage + Self::A_BYTES; // (COLS, BK) or, row-major B, COLS/64 (BK, 64) boxes
             let kx = (kt * BK) as i32;
-            hopper::tma_load_2d(sa, self.map_a, kx, (tm * BM) as i32, full);
+            hopper::tma_load_2d(sa, self.map_a, kx, (tm * Self::ROWS) as i32, full);
             if TRANS_B == 0 {
-                hopper::tma_load_2d(sb, self.map_b, kx, (tn * T::BN) as i32, full);
+                hopper::tma_load_2d(sb, self.map_b, kx, (tn * Self::COLS) as i32, full);
             } else {
                 let mut j = 0;
-                while j < T::BN / 64 {
-                    let nx = (tn * T::BN + 64 * j) as i32;
+                while j < Self::COLS / 64 {
+                    let nx = (tn * Self::COLS + 64 * j) as i32;
                     hopper::tma_load_2d(sb + j * BN_BOX.0 * BK * 2, self.map_b, nx, kx, full);
                     j += 1;
                 }
@@ -240,9 +284,14 @@ mod device {
 
         #[inline(always)]
         unsafe fn consume(&self, acc: &mut T::Acc, stage: u32, half: u32, kt: u32) {
-            // Consumer `half` takes rows 64·half .. 64·half + 64 of the tile.
-            let sa = stage + half * (64 * BK * 2); // (64, BK)
-            let sb = stage + A_STAGE_BYTES; // (BN, BK)
+            // Consumer `half` takes rows 64·half .. 64·half + 64 of the tile, or (SPLIT) its
+            // columns BN·half .. BN·half + BN: BN K-major rows of 128 bytes, or BN/64 N-major
+            // boxes of 8 KiB — BN·128 bytes into the stage's B either way.
+            let (sa, sb) = if SPLIT != 0 {
+                (stage, stage + Self::A_BYTES + half * (T::BN * BK * 2))
+            } else {
+                (stage + half * (64 * BK * 2), stage + Self::A_BYTES)
+            };
             let first = kt == self.kb.get();
             hopper::wgmma_fence();
             let mut kk = 0;
@@ -313,10 +362,11 @@ mod device {
     /// `group`: tile rows per group of the tile order (≥ 1); `cut` ≤ 1: whole tiles, persistent
     /// over the launch's blocks; `cut` > 1 (BN ≤ 128 only): the launch has `tiles · cut` blocks,
     /// all resident, each a k-segment of one tile, and `ws` holds [`cut_words`] words (the
-    /// flags zero). `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K).
+    /// flags zero). `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K). `SPLIT` = 1:
+    /// 64 × 2·BN tiles, the consumers splitting the columns (A's map has 64-row boxes).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32>(
+    pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32>(
         maps: *const u8,
         c: *mut O::Store,
         bias: *const f32,
@@ -332,7 +382,7 @@ mod device {
         cut: u32,
     ) {
         let cut = can_cut(T::BN) && cut > 1;
-        let gemm = WsGemm::<T, O, TRANS_B> {
+        let gemm = WsGemm::<T, O, TRANS_B, SPLIT> {
             map_a: maps,
             map_b: maps.add(128),
             epi: Epilogue {
@@ -354,7 +404,13 @@ mod device {
             },
             _t: core::marker::PhantomData,
         };
-        let grid = TileGrid::new(m, n, BM, T::BN, group);
+        let grid = TileGrid::new(
+            m,
+            n,
+            WsGemm::<T, O, TRANS_B, SPLIT>::ROWS,
+            WsGemm::<T, O, TRANS_B, SPLIT>::COLS,
+            group,
+        );
         if cut {
             ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
         } else {
