@@ -520,15 +520,27 @@ fn pick(m: usize, n: usize, k: usize) -> hgemm::WsTile {
 #[test]
 fn the_tile_model_keeps_the_wide_tile_on_big_products_and_narrows_or_cuts_the_rest() {
     use hgemm::WsTile;
-    for (m, n, k) in [(8192, 8192, 8192), (4096, 4096, 4096), (16384, 16384, 16384), (2048, 2048, 2048)] {
+    for (m, n, k) in [
+        (8192, 8192, 8192),
+        (4096, 4096, 4096),
+        (16384, 16384, 16384),
+        (2048, 2048, 2048),
+    ] {
         assert_eq!(pick(m, n, k), WsTile::WIDE, "{m}x{n}x{k}");
     }
     // Few 128 × 256 tiles: a narrower or cut tile fills more SMs.
-    for (m, n, k) in [(512, 512, 512), (1024, 1024, 1024), (64, 8192, 8192), (16, 16384, 16384), (12288, 32, 12288)] {
+    for (m, n, k) in [
+        (512, 512, 512),
+        (1024, 1024, 1024),
+        (64, 8192, 8192),
+        (16, 16384, 16384),
+        (12288, 32, 12288),
+    ] {
         let t = pick(m, n, k);
         assert_ne!(t, WsTile::WIDE, "{m}x{n}x{k}");
         let p = Problem::new(DType::F16, m, n, k);
-        t.check(&p, 132).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {t:?} refused: {e}"));
+        t.check(&p, 132)
+            .unwrap_or_else(|e| panic!("{m}x{n}x{k}: {t:?} refused: {e}"));
         assert!(t.estimate(&p, 132) < WsTile::WIDE.estimate(&p, 132));
     }
     // N = 32: a tile wider than 64 computes mostly padding.
@@ -539,32 +551,64 @@ fn the_tile_model_keeps_the_wide_tile_on_big_products_and_narrows_or_cuts_the_re
 fn bad_tiles_are_typed_errors_before_anything_runs() {
     use hgemm::WsTile;
     let p = Problem::new(DType::F16, 512, 512, 512); // 8 k-tiles
-    let check = |width, cut, sms| WsTile { rows: 128, width, cut }.check(&p, sms);
+    let check = |width, cut, sms| {
+        WsTile {
+            rows: 128,
+            width,
+            cut,
+        }
+        .check(&p, sms)
+    };
     assert!(check(128, 1, 132).is_ok());
     assert!(check(64, 4, 132).is_ok(), "32 tiles × 4 = 128 blocks");
-    assert!(matches!(check(96, 1, 132), Err(Error::Usage(_))), "no 96-wide tile");
+    assert!(
+        matches!(check(96, 1, 132), Err(Error::Usage(_))),
+        "no 96-wide tile"
+    );
     assert!(matches!(check(128, 0, 132), Err(Error::Usage(_))));
     assert!(matches!(check(128, 9, 132), Err(Error::Usage(_))));
-    assert!(matches!(check(256, 2, 132), Err(Error::Unsupported { .. })), "256 cannot cut");
-    assert!(matches!(check(64, 8, 132), Err(Error::Unsupported { .. })), "256 blocks > 132 SMs");
+    assert!(
+        matches!(check(256, 2, 132), Err(Error::Unsupported { .. })),
+        "256 cannot cut"
+    );
+    assert!(
+        matches!(check(64, 8, 132), Err(Error::Unsupported { .. })),
+        "256 blocks > 132 SMs"
+    );
     let short = Problem::new(DType::F16, 512, 512, 64); // 1 k-tile
     assert!(matches!(
-        WsTile { rows: 128, width: 128, cut: 2 }.check(&short, 132),
+        WsTile {
+            rows: 128,
+            width: 128,
+            cut: 2
+        }
+        .check(&short, 132),
         Err(Error::Unsupported { .. })
     ));
     // The cut's grid is one block per segment, its workspace a slot per block and consumer
     // plus the flags.
-    let t = WsTile { rows: 128, width: 64, cut: 4 };
+    let t = WsTile {
+        rows: 128,
+        width: 64,
+        cut: 4,
+    };
     assert_eq!(t.grid(&p, 132, 16), 128);
     assert_eq!(t.workspace_words(&p, 132), 128 * 2 * (64 * 64 + 1));
     assert_eq!(WsTile::whole(128, 128).workspace_words(&p, 132), 0);
     assert_eq!(t.label(), "wgmma_ws_n64 cut 4");
     // 64-row tiles: the consumers split 256 or 128 columns; no 64 × 64 tile.
     assert!(WsTile::whole(64, 256).check(&p, 132).is_ok());
-    assert!(matches!(WsTile::whole(64, 64).check(&p, 132), Err(Error::Usage(_))));
+    assert!(matches!(
+        WsTile::whole(64, 64).check(&p, 132),
+        Err(Error::Usage(_))
+    ));
     assert_eq!(WsTile::whole(64, 256).label(), "wgmma_ws_m64");
     // Its consumers are 128 wide: it cuts (its slots are 64 × 128 per consumer).
-    let m64 = WsTile { rows: 64, width: 256, cut: 2 };
+    let m64 = WsTile {
+        rows: 64,
+        width: 256,
+        cut: 2,
+    };
     assert!(m64.check(&p, 132).is_ok(), "8 × 2 tiles × 2");
     assert_eq!(m64.workspace_words(&p, 132), 32 * 2 * (64 * 128 + 1));
     assert_eq!(WsTile::WIDE.label(), "wgmma_ws");

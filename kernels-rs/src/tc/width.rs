@@ -29,7 +29,13 @@ pub trait Width {
     /// Writes the accumulators, after ReLU (`relu` non-zero) and rounding to `O`, into this
     /// warpgroup's staging tile at `staging` (64 rows, boxes of 64 columns, 128-byte
     /// swizzle): rows `rr` and `rr + 8`, column `2q + 8j`.
-    unsafe fn stage<O: TcOut<Store = u16>>(acc: &Self::Acc, staging: u32, relu: u32, rr: u32, q: u32);
+    unsafe fn stage<O: TcOut<Store = u16>>(
+        acc: &Self::Acc,
+        staging: u32,
+        relu: u32,
+        rr: u32,
+        q: u32,
+    );
     /// Stores the accumulators as f32 partial sums at `slot` (a consumer's slot: element
     /// `i` of thread `t` of the warpgroup at `4·(128·(i/4) + t) + i % 4`, 16-byte stores
     /// the warp writes contiguously), bypassing L1.
@@ -59,12 +65,7 @@ macro_rules! width {
                 wgmma::$wait::<PENDING>(acc)
             }
             #[inline(always)]
-            unsafe fn store<O: TcOut>(
-                acc: &[f32; $regs],
-                epi: &Epilogue<O>,
-                row: u32,
-                col0: u32,
-            ) {
+            unsafe fn store<O: TcOut>(acc: &[f32; $regs], epi: &Epilogue<O>, row: u32, col0: u32) {
                 // Fully unrolled: an indexed accumulator would move the array to local memory.
                 if epi.chunks_aligned() {
                     // 16-byte chunks: quads of n8 fragments, rows `row` and `row + 8`.
@@ -77,7 +78,13 @@ macro_rules! width {
                 });
             }
             #[inline(always)]
-            unsafe fn stage<O: TcOut<Store = u16>>(acc: &[f32; $regs], staging: u32, relu: u32, rr: u32, q: u32) {
+            unsafe fn stage<O: TcOut<Store = u16>>(
+                acc: &[f32; $regs],
+                staging: u32,
+                relu: u32,
+                rr: u32,
+                q: u32,
+            ) {
                 use crate::gpu::Elem;
                 crate::unroll!($n8, j, {
                     let j = j as u32;
@@ -88,7 +95,8 @@ macro_rules! width {
                         O::pack(a) as u32 | (O::pack(b) as u32) << 16
                     };
                     let j = j as usize;
-                    let at = |r: u32| staging + bx * 8192 + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * q;
+                    let at =
+                        |r: u32| staging + bx * 8192 + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * q;
                     u32::st_shared(at(rr), pair(acc[4 * j], acc[4 * j + 1]));
                     u32::st_shared(at(rr + 8), pair(acc[4 * j + 2], acc[4 * j + 3]));
                 });
@@ -115,8 +123,16 @@ macro_rules! width {
                 use crate::gpu::Elem;
                 crate::unroll!($n8, j, {
                     let c = col0 + 8 * j as u32;
-                    let b0 = if !bias.is_null() && c < n { f32::ld_global_nc(bias.add(c as usize)) } else { 0.0 };
-                    let b1 = if !bias.is_null() && c + 1 < n { f32::ld_global_nc(bias.add(c as usize + 1)) } else { 0.0 };
+                    let b0 = if !bias.is_null() && c < n {
+                        f32::ld_global_nc(bias.add(c as usize))
+                    } else {
+                        0.0
+                    };
+                    let b1 = if !bias.is_null() && c + 1 < n {
+                        f32::ld_global_nc(bias.add(c as usize + 1))
+                    } else {
+                        0.0
+                    };
                     acc[4 * j] = b0;
                     acc[4 * j + 1] = b1;
                     acc[4 * j + 2] = b0;
@@ -126,15 +142,135 @@ macro_rules! width {
         }
     };
 }
-width!(N64F16, 64, 1, false, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
-width!(N64Bf16, 64, 1, false, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
-width!(N128F16, 128, 1, false, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
-width!(N128Bf16, 128, 1, false, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
-width!(N256F16, 256, 1, false, 128, wgmma_m64n256k16_f16, wgmma_wait_128, 32, 8);
-width!(N256Bf16, 256, 1, false, 128, wgmma_m64n256k16_bf16, wgmma_wait_128, 32, 8);
-width!(N64X2F16, 64, 2, false, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
-width!(N64X2Bf16, 64, 2, false, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
-width!(N64PpF16, 64, 1, true, 32, wgmma_m64n64k16_f16, wgmma_wait_32, 8, 2);
-width!(N64PpBf16, 64, 1, true, 32, wgmma_m64n64k16_bf16, wgmma_wait_32, 8, 2);
-width!(N128PpF16, 128, 1, true, 64, wgmma_m64n128k16_f16, wgmma_wait_64, 16, 4);
-width!(N128PpBf16, 128, 1, true, 64, wgmma_m64n128k16_bf16, wgmma_wait_64, 16, 4);
+width!(
+    N64F16,
+    64,
+    1,
+    false,
+    32,
+    wgmma_m64n64k16_f16,
+    wgmma_wait_32,
+    8,
+    2
+);
+width!(
+    N64Bf16,
+    64,
+    1,
+    false,
+    32,
+    wgmma_m64n64k16_bf16,
+    wgmma_wait_32,
+    8,
+    2
+);
+width!(
+    N128F16,
+    128,
+    1,
+    false,
+    64,
+    wgmma_m64n128k16_f16,
+    wgmma_wait_64,
+    16,
+    4
+);
+width!(
+    N128Bf16,
+    128,
+    1,
+    false,
+    64,
+    wgmma_m64n128k16_bf16,
+    wgmma_wait_64,
+    16,
+    4
+);
+width!(
+    N256F16,
+    256,
+    1,
+    false,
+    128,
+    wgmma_m64n256k16_f16,
+    wgmma_wait_128,
+    32,
+    8
+);
+width!(
+    N256Bf16,
+    256,
+    1,
+    false,
+    128,
+    wgmma_m64n256k16_bf16,
+    wgmma_wait_128,
+    32,
+    8
+);
+width!(
+    N64X2F16,
+    64,
+    2,
+    false,
+    32,
+    wgmma_m64n64k16_f16,
+    wgmma_wait_32,
+    8,
+    2
+);
+width!(
+    N64X2Bf16,
+    64,
+    2,
+    false,
+    32,
+    wgmma_m64n64k16_bf16,
+    wgmma_wait_32,
+    8,
+    2
+);
+width!(
+    N64PpF16,
+    64,
+    1,
+    true,
+    32,
+    wgmma_m64n64k16_f16,
+    wgmma_wait_32,
+    8,
+    2
+);
+width!(
+    N64PpBf16,
+    64,
+    1,
+    true,
+    32,
+    wgmma_m64n64k16_bf16,
+    wgmma_wait_32,
+    8,
+    2
+);
+width!(
+    N128PpF16,
+    128,
+    1,
+    true,
+    64,
+    wgmma_m64n128k16_f16,
+    wgmma_wait_64,
+    16,
+    4
+);
+width!(
+    N128PpBf16,
+    128,
+    1,
+    true,
+    64,
+    wgmma_m64n128k16_bf16,
+    wgmma_wait_64,
+    16,
+    4
+);
