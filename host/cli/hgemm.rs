@@ -118,18 +118,23 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub group: Option<u32>,
     /// wgmma_ws's tile rows: 128 (the consumers split the rows) or 64 (they split the columns;
-    /// widths 128 and 256) [default: the model's choice per shape]
+    /// widths 128 and 256) [default: 128]
     #[arg(long, value_name = "N", value_parser = clap::builder::PossibleValuesParser::new(["64", "128"])
           .map(|s| s.parse::<u32>().expect("a possible value")))]
     pub rows: Option<u32>,
-    /// wgmma_ws's tile width (columns of C per tile) [default: the model's choice per shape]
+    /// wgmma_ws's tile width (columns of C per tile) [default: 256, or 128 with --cut or
+    /// --rows 64]
     #[arg(long, value_name = "N", value_parser = clap::builder::PossibleValuesParser::new(["64", "128", "256"])
           .map(|s| s.parse::<u32>().expect("a possible value")))]
     pub width: Option<u32>,
     /// wgmma_ws: cut each tile's k-tiles into N segments, one block each (widths 64 and 128,
-    /// tiles · N ≤ SMs) [default: the model's choice; 1 = whole tiles]
+    /// tiles · N ≤ SMs) [default: 1 = whole tiles]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub cut: Option<u32>,
+    /// wgmma_ws: the tile the model picks per shape (`hgemm::ws_tile`) instead of the wide
+    /// one; not with --rows/--width/--cut
+    #[arg(long, conflicts_with_all = ["rows", "width", "cut"])]
+    pub tile_model: bool,
     /// Operands mma_pipeline and wgmma_ws cannot read in place (rows not 16-byte aligned):
     /// auto = copy A and B into aligned scratch, and C when its pitch is odd; inputs = A and
     /// B only (C stored in place); never = no copies (auto then selects mma for them)
@@ -291,6 +296,15 @@ mod tests {
         assert_eq!(b.out, OutChoice::F32);
         assert_eq!(b.group, Some(8));
         assert_eq!(b.pipeline_list().len(), 1);
+        assert_eq!((b.rows, b.width, b.cut, b.tile_model), (None, None, None, false));
+        let HgemmCommand::Bench(b) = hgemm("hgemm bench --rows 64 --width 256 --cut 2") else {
+            panic!()
+        };
+        assert_eq!((b.rows, b.width, b.cut), (Some(64), Some(256), Some(2)));
+        let HgemmCommand::Bench(b) = hgemm("hgemm bench --tile-model") else {
+            panic!()
+        };
+        assert!(b.tile_model);
         let HgemmCommand::Bench(b) = hgemm("hgemm bench --pipelines all") else {
             panic!()
         };
@@ -343,6 +357,11 @@ mod tests {
             "hgemm bench --variants fast",
             "hgemm bench --reps 0",
             "hgemm bench --group 0",
+            "hgemm bench --width 96",
+            "hgemm bench --rows 32",
+            "hgemm bench --cut 0",
+            "hgemm bench --cut 9",
+            "hgemm bench --tile-model --cut 2",
             "hgemm bench --timing paired",
             "hgemm bench --out f16",
             "hgemm bench --pipelines nope",

@@ -104,20 +104,19 @@ pub type GpuRun = (usize, Problem, bool, Option<Variant>, Option<WsTile>);
 
 /// The `wgmma_ws` tiles every small case also runs on sm_90a, where [`WsTile::check`] allows
 /// them: the narrow widths whole, and cut into segments (even and uneven cuts).
-pub const TILE_CASES: [WsTile; 6] = [
+pub const TILE_CASES: [WsTile; 4] = [
     WsTile::whole(128, 128),
-    WsTile::whole(128, 64),
+    WsTile { rows: 128, width: 64, cut: 3 },
     WsTile::whole(64, 256),
-    WsTile { rows: 128, width: 128, cut: 2 },
-    WsTile { rows: 64, width: 128, cut: 3 },
-    WsTile { rows: 128, width: 64, cut: 8 },
+    WsTile { rows: 64, width: 128, cut: 2 },
 ];
 
 /// Every GPU run of [`validation_cases`]. Small cases run every variant the device has (the
 /// aligned-only ones through the padded path where the pitches need it) and, on sm_90a, the
 /// [`TILE_CASES`] of `wgmma_ws`; large ones the selected one and, on sm_90a, `mma_pipeline`;
 /// large unaligned ones also `mma` (slow, but it must be right). The quick set adds the
-/// skinny, short-K and small-square shapes the model cuts or narrows, at the selection.
+/// skinny, short-K and small-square shapes the model cuts or narrows: the selection, the
+/// [`TILE_CASES`] and the model's own pick.
 pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
     let mut runs = Vec::new();
     let sm90a = gpu.flavour() == Flavour::Sm90a;
@@ -149,7 +148,12 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
         }
         runs.extend(variants.into_iter().map(|v| (i, p, bias, v, None)));
         if sm90a && !big {
-            for t in TILE_CASES.into_iter().filter(|t| t.check(&p, sms).is_ok()) {
+            let mut tiles = TILE_CASES.to_vec();
+            if skinny {
+                tiles.push(super::ws_tile(&p, sms));
+                tiles.dedup();
+            }
+            for t in tiles.into_iter().filter(|t| t.check(&p, sms).is_ok()) {
                 runs.push((i, p, bias, Some(Variant::WgmmaWs), Some(t)));
             }
         }

@@ -189,6 +189,7 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
         rows: tile_rows,
         width,
         cut,
+        tile_model,
         timing: pairing,
         pad: padding,
         ..
@@ -271,7 +272,14 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         variant: v,
                         tuning,
                         group: *group,
-                        tile: tile_opt(v, *tile_rows, *width, *cut),
+                        tile: if *tile_model
+                            && gpu.flavour() == Flavour::Sm90a
+                            && matches!(v, None | Some(Variant::WgmmaWs))
+                        {
+                            Some(hgemm::ws_tile(&p, gpu.info().sm_count))
+                        } else {
+                            tile_opt(v, *tile_rows, *width, *cut)
+                        },
                         padding: *padding,
                     };
                     progress.step(&format!(

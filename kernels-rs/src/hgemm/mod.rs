@@ -40,6 +40,10 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v02_mma_pipeline::m256::INFO,
     &v02_mma_pipeline::t128::INFO,
     &v03_wgmma_ws::INFO,
+    &v03_wgmma_ws::INFO_N128,
+    &v03_wgmma_ws::INFO_N64,
+    &v03_wgmma_ws::INFO_M64,
+    &v03_wgmma_ws::INFO_M64_N128,
     &peak::INFO_MMA,
     &peak::INFO_WGMMA,
 ];
