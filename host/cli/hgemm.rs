@@ -296,7 +296,10 @@ mod tests {
         assert_eq!(b.out, OutChoice::F32);
         assert_eq!(b.group, Some(8));
         assert_eq!(b.pipeline_list().len(), 1);
-        assert_eq!((b.rows, b.width, b.cut, b.tile_model), (None, None, None, false));
+        assert_eq!(
+            (b.rows, b.width, b.cut, b.tile_model),
+            (None, None, None, false)
+        );
         let HgemmCommand::Bench(b) = hgemm("hgemm bench --rows 64 --width 256 --cut 2") else {
             panic!()
         };
