@@ -475,3 +475,49 @@ fn a_cut_launch_is_one_block_per_segment_and_refused_past_the_sms() {
     let p = Problem { h: 14, w: 14, ..p };
     assert_eq!(tma::cut_width(&p, 2, 132).name, v05::INFO.name);
 }
+
+#[test]
+fn the_f32_regblock_splits_only_the_layers_whose_last_wave_is_part_empty() {
+    use rustile_kernels::conv::v03_regblock as regblock;
+    let split = |h: usize, c: usize, layout| {
+        let p = Problem::new(32, h, h, c, c, 3, 1, DType::F32).with_layout(layout);
+        conv::direct_splits(&regblock::INFO, &p, 132).unwrap()
+    };
+    for layout in [Layout::Nhwc, Layout::Nchw] {
+        // 784 and 392 tiles of 128 × 64: 5.9 and 3.0 waves on 132 SMs — whole tiles.
+        assert_eq!(split(56, 64, layout), 1);
+        assert_eq!(split(28, 128, layout), 1);
+        // 196 tiles (1.48 waves) in 2 parts: 392 blocks, 2.97 waves.
+        assert_eq!(split(14, 256, layout), 2);
+        // 104 tiles (0.79 of a wave) in 5 parts: 520 blocks, 3.94 waves.
+        assert_eq!(split(7, 512, layout), 5);
+    }
+    // The other steps never split; a forced split of one is a typed refusal.
+    let p = Problem::new(32, 7, 7, 512, 512, 3, 1, DType::F32).with_layout(Layout::Nchw);
+    let kmajor = &rustile_kernels::conv::v06_kmajor::INFO;
+    assert_eq!(conv::direct_splits(kmajor, &p, 132).unwrap(), 1);
+    let a = conv::Addrs::default();
+    assert!(matches!(
+        conv::split_plans(&p, kmajor, &a, 2, 0),
+        Err(Error::Unsupported { .. })
+    ));
+    // A split launch is the kernel over z = parts into the workspace, then the fix-up into y.
+    let a = conv::Addrs {
+        x: 0x1000,
+        w: 0x2000,
+        bias: 0x3000,
+        y: 0x4000,
+    };
+    let (main, fix) = conv::split_plans(&p, &regblock::INFO, &a, 5, 0x9000).unwrap();
+    assert_eq!(main.grid.2, 5);
+    assert_eq!(
+        conv::split_workspace_len(&p, 5).unwrap(),
+        5 * p.lens().unwrap()[2]
+    );
+    let fix = fix.expect("a fix-up plan");
+    assert_eq!(fix.kernel.name, "combine_f32");
+    assert!(conv::split_plans(&p, &regblock::INFO, &a, 1, 0)
+        .unwrap()
+        .1
+        .is_none());
+}

@@ -545,6 +545,11 @@ fn the_tile_model_keeps_the_wide_tile_on_big_products_and_narrows_or_cuts_the_re
     }
     // N = 32: a tile wider than 64 computes mostly padding.
     assert_eq!(pick(12288, 32, 12288).width, 64);
+    // Skinny M, bound by streaming B: the whole 64 × 128 tile (measured best on the H100 in
+    // session 13), not a cut (its fix-up comes on top of the stream) nor a 128-row tile.
+    for (m, n, k) in [(64, 8192, 8192), (16, 16384, 16384)] {
+        assert_eq!(pick(m, n, k), WsTile::whole(64, 128), "{m}x{n}x{k}");
+    }
 }
 
 #[test]

@@ -168,9 +168,26 @@ pub fn conv2d<T: DeviceElem>(
         // keep them ordered on this stream until the launch is enqueued.
         unsafe { cv::tma::launch(gpu, stream, p, record, &a, cv::tma::Reduce::Auto)? };
     } else {
-        let plan = cv::plan(p, record, &a)?;
-        // SAFETY: as above.
-        unsafe { plan.launch_on(gpu, stream)? };
+        // The f32 `regblock` step splits its reduction where its estimate says (the 14² and
+        // 7² ResNet-50 layers): the partial sums go to a workspace this call allocates (freed
+        // in stream order when it returns), then the fix-up writes y.
+        let splits = cv::direct_splits(record, p, gpu.info().sm_count)?;
+        let ws_len = cv::split_workspace_len(p, splits)?;
+        let ws = if ws_len > 0 {
+            gpu.check_fits(ws_len.saturating_mul(4), "the split-K workspace")?;
+            Some(gpu.alloc::<f32>(ws_len, "conv split-K workspace")?)
+        } else {
+            None
+        };
+        let ws_addr = ws.as_ref().map_or(0, |w| w.device_ptr(stream).0);
+        let (main, fix) = cv::split_plans(p, record, &a, splits, ws_addr)?;
+        // SAFETY: as above; the workspace holds `splits` copies of y's f32 length and lives
+        // until the fix-up is enqueued (its free is ordered after it on this stream).
+        unsafe { main.launch_on(gpu, stream)? };
+        if let Some(fix) = fix {
+            // SAFETY: the workspace, bias and y hold what the fix-up reads and writes.
+            unsafe { fix.launch_on(gpu, stream)? };
+        }
     }
     Ok(Launched {
         family: rustile_kernels::conv::FAMILY,

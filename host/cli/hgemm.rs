@@ -131,8 +131,8 @@ pub struct BenchArgs {
     /// tiles · N ≤ SMs) [default: 1 = whole tiles]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub cut: Option<u32>,
-    /// wgmma_ws: the tile the model picks per shape (`hgemm::ws_tile`) instead of the wide
-    /// one; not with --rows/--width/--cut
+    /// wgmma_ws: the tile the model picks per shape (`hgemm::ws_tile`); the default since
+    /// session 13 (kept for scripts); --rows/--width/--cut force a tile instead
     #[arg(long, conflicts_with_all = ["rows", "width", "cut"])]
     pub tile_model: bool,
     /// Operands mma_pipeline and wgmma_ws cannot read in place (rows not 16-byte aligned):

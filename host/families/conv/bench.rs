@@ -122,7 +122,12 @@ impl GpuBufs {
 
 /// A repeatable launch of `record` (the TMA kernel with its maps built once).
 enum Prepared {
-    Plan(crate::launch::LaunchPlan<'static>),
+    /// A common-argument kernel, split-K parts (the f32 `regblock`: the fix-up plan and its
+    /// workspace) or not.
+    Plan(
+        crate::launch::LaunchPlan<'static>,
+        Option<(crate::launch::LaunchPlan<'static>, cudarc::driver::CudaSlice<f32>)>,
+    ),
     Tma(TmaLaunch),
 }
 
@@ -158,7 +163,21 @@ pub fn bench_one(
             gpu, p, &a, width, reduce, tma_stores,
         )?)
     } else {
-        Prepared::Plan(plan(p, record, &a)?)
+        let splits = match reduce {
+            super::tma::Reduce::Split(n) if splits_k(record) => n,
+            super::tma::Reduce::Auto => direct_splits(record, p, gpu.info().sm_count)?,
+            _ => 1,
+        };
+        let ws_len = split_workspace_len(p, splits)?;
+        if ws_len > 0 {
+            gpu.check_fits(ws_len.saturating_mul(4), "the split-K workspace")?;
+            let ws = gpu.alloc::<f32>(ws_len, "conv split-K workspace")?;
+            let ws_addr = cudarc::driver::DevicePtr::device_ptr(&ws, gpu.stream()).0;
+            let (main, fix) = split_plans(p, record, &a, splits, ws_addr)?;
+            Prepared::Plan(main, fix.map(|f| (f, ws)))
+        } else {
+            Prepared::Plan(plan(p, record, &a)?, None)
+        }
     };
     let kernel = match &prepared {
         Prepared::Tma(t) if t.cut > 0 => format!("{} cut {}", kernel_label(t.record), t.cut),
@@ -168,7 +187,8 @@ pub fn bench_one(
         }
         Prepared::Tma(t) if t.tma_store => format!("{} tma-store", kernel_label(t.record)),
         Prepared::Tma(t) => kernel_label(t.record),
-        Prepared::Plan(pl) => kernel_label(pl.kernel),
+        Prepared::Plan(pl, Some(_)) => format!("{} split {}", kernel_label(pl.kernel), pl.grid.2),
+        Prepared::Plan(pl, None) => kernel_label(pl.kernel),
     };
     let stream = gpu.stream().clone();
     let mut ours = |_: usize| -> Result<()> {
@@ -176,7 +196,14 @@ pub fn bench_one(
         unsafe {
             match &prepared {
                 Prepared::Tma(t) => t.enqueue(gpu, &stream, p, &a),
-                Prepared::Plan(pl) => pl.launch_on(gpu, &stream),
+                Prepared::Plan(pl, fix) => {
+                    pl.launch_on(gpu, &stream)?;
+                    // The fix-up reads the workspace `prepared` owns and writes y.
+                    match fix {
+                        Some((f, _ws)) => f.launch_on(gpu, &stream),
+                        None => Ok(()),
+                    }
+                }
             }
         }
     };

@@ -77,6 +77,42 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
             ));
         }
     }
+    // The f32 `regblock` step's split-K, forced: uneven parts, more parts than k-tiles (empty
+    // parts), no bias / no ReLU, C = 3 and C past a 32-channel window, both layouts.
+    if splits_k(record) {
+        for e in record.symbols {
+            for (base, splits) in [
+                (Problem::new(2, 9, 11, 24, 40, 3, 1, e.dtype), 2),
+                (Problem::new(2, 9, 11, 24, 40, 3, 1, e.dtype), 5),
+                (Problem::new(2, 9, 11, 24, 40, 3, 1, e.dtype), 16),
+                (
+                    Problem::new(1, 6, 6, 136, 72, 3, 1, e.dtype).with_epilogue(false, false),
+                    7,
+                ),
+                (
+                    Problem::new(2, 7, 9, 3, 16, 7, 3, e.dtype).with_stride(2),
+                    3,
+                ),
+                (Problem::new(1, 7, 7, 512, 512, 3, 1, e.dtype), 5),
+            ] {
+                let p = base.with_layout(e.layout);
+                if p.check().is_err() || runnable(Target::of(backend), record, &p).is_err() {
+                    continue;
+                }
+                if matches!(backend, Backend::Simulator(_)) && p.c == 512 {
+                    continue; // the 7² × 512 layer: GPU only (minutes in the simulator)
+                }
+                out.push(Case::new(
+                    kernel_label(record),
+                    e.dtype,
+                    format!("{} split {splits}", p.label()),
+                    move |b: &Backend, seed| {
+                        validate_split(b, record, &p, seed, Reduce::Split(splits)).map(|_| ())
+                    },
+                ));
+            }
+        }
+    }
     // Split-K is disabled (`tma::SPLIT_K_ENABLED`): when it is on, validate it forced 2, 3, 4
     // and 7 ways, with and without bias and ReLU, C and K on and off the tiles.
     if super::tma::SPLIT_K_ENABLED && record.needs.tma && matches!(backend, Backend::Gpu(_)) {

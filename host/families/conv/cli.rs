@@ -115,8 +115,8 @@ pub struct BenchArgs {
     /// stores it directly from the accumulators)
     #[arg(long)]
     pub tma_stores: bool,
-    /// Split the TMA kernel's reduction into N parts (f32 partial sums, then a fix-up)
-    /// instead of the estimate's choice
+    /// Split the reduction of the TMA kernel or of the f32 regblock step into N parts (f32
+    /// partial sums, then a fix-up) instead of the estimate's choice
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), conflicts_with = "stream_k")]
     pub splits: Option<u32>,
     /// Stream-K for the TMA kernel (64- and 128-wide tiles), instead of the estimate's choice

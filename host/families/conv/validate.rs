@@ -82,8 +82,9 @@ pub fn output(
     output_split(backend, record, p, x, Reduce::Auto)
 }
 
-/// [`output`] with the TMA kernel's reduction shared out as `reduce` (split-K parts or
-/// stream-K forced, or [`Reduce::Auto`]: its choice; other kernels ignore it).
+/// [`output`] with the reduction shared out as `reduce` (the TMA kernel: split-K parts,
+/// stream-K or a cut forced; the f32 `regblock` step: split-K parts forced; [`Reduce::Auto`]:
+/// the kernel's estimate; other kernels ignore it).
 pub fn output_split(
     backend: &Backend,
     record: &'static KernelInfo,
@@ -114,9 +115,28 @@ pub fn output_split(
             unsafe { super::tma::launch(gpu, gpu.stream(), p, record, &a, reduce)? }
         }
         _ => {
-            let plan = plan(p, record, &a)?;
-            // SAFETY: as above.
-            unsafe { plan.run(backend)? }
+            // The f32 `regblock` step splits its reduction where its estimate says (or as
+            // forced); the other kernels ignore `reduce`.
+            let splits = match reduce {
+                Reduce::Split(n) if splits_k(record) => n,
+                Reduce::Auto => direct_splits(record, p, backend.sm_count())?,
+                _ => 1,
+            };
+            let ws_len = split_workspace_len(p, splits)?;
+            backend.check_fits(ws_len.saturating_mul(4), "the split-K workspace")?;
+            let ws = if ws_len > 0 {
+                Some(backend.filled(ws_len, f32::NAN, "conv split-K workspace")?)
+            } else {
+                None
+            };
+            let ws_addr = ws.as_ref().map_or(0, |b| addr(backend, b));
+            let (main, fix) = split_plans(p, record, &a, splits, ws_addr)?;
+            // SAFETY: as above; the workspace holds `splits` copies of y's f32 length.
+            unsafe { main.run(backend)? };
+            if let Some(fix) = fix {
+                // SAFETY: the workspace, bias and y hold what the fix-up reads and writes.
+                unsafe { fix.run(backend)? };
+            }
         }
     }
     by.download(backend, p.dtype, "conv y")

@@ -317,9 +317,20 @@ impl WsTile {
     /// k-tiles at the width's per-k-tile time, a fill and epilogue per tile it holds, the
     /// fix-up per extra segment, and no less than the operands' bytes at the DRAM rate.
     /// Calibrated on the H200 (`notes/hgemm.md`, session 12).
+    ///
+    /// A cut's fix-up (`CUT_US` per extra segment) is added after the floor: where the operands'
+    /// stream bounds the time, the partial sums' store → flag → read comes on top of it
+    /// (session 13, H100: 64 × 8192² cut 4 at 0.90× cuBLAS against 0.98× for the whole 64 × 128
+    /// tile that the floor made equal).
     pub fn estimate(self, p: &Problem, sms: u32) -> f64 {
         let bytes = ((p.m * p.k + p.k * p.n) * 2) as f64;
-        self.compute(p, sms).max(bytes / DRAM_BYTES_PER_US)
+        let fix_up = self.fix_up();
+        (self.compute(p, sms) - fix_up).max(bytes / DRAM_BYTES_PER_US) + fix_up
+    }
+
+    /// The cut's fix-up time in µs: `CUT_US` per extra segment (0 for whole tiles).
+    fn fix_up(self) -> f64 {
+        (self.cut - 1) as f64 * CUT_US
     }
 
     /// [`WsTile::estimate`] without the DRAM floor: the SMs' side alone (what breaks ties
@@ -339,7 +350,7 @@ impl WsTile {
             let waves = tiles.div_ceil(sms as u64) as f64;
             (waves, waves * kt)
         };
-        kt_block * per_k + per_block_tiles * TILE_US + (self.cut - 1) as f64 * CUT_US
+        kt_block * per_k + per_block_tiles * TILE_US + self.fix_up()
     }
 }
 
@@ -362,11 +373,17 @@ pub const DRAM_BYTES_PER_US: f64 = 3.0e6;
 /// The tile `wgmma_ws` takes for `p` on `sms` SMs: the lowest [`WsTile::estimate`] over the
 /// tiles and cuts that [`WsTile::check`] allows, then the lowest [`WsTile::compute`] among
 /// those the DRAM floor makes equal; a candidate must be 3 % better to displace one earlier in
-/// the order (the wide tile first).
+/// the order (the wide tile first). With M ≤ 64 only the 64-row tiles are candidates: a
+/// 128-row tile is half padding or more, and streamed B slower there than the 64-row tiles
+/// (session 13, H100: 128 × 64 at 0.67× cuBLAS on 16 × 16384², 0.79–0.82× on 64 × 8192², where
+/// 64 × 128 reached 0.98–1.01×).
 pub fn ws_tile(p: &Problem, sms: u32) -> WsTile {
     let score = |t: WsTile| (t.estimate(p, sms), t.compute(p, sms));
     let mut best = (WsTile::WIDE, score(WsTile::WIDE));
     for (rows, width) in [(128, 256), (128, 128), (128, 64), (64, 256), (64, 128)] {
+        if rows == 128 && p.m <= 64 {
+            continue;
+        }
         for cut in [1, 2, 3, 4, 6, 8] {
             let t = WsTile { rows, width, cut };
             if t.check(p, sms).is_err() {

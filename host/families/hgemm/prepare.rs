@@ -107,10 +107,9 @@ pub struct Options {
     /// Tile rows per group of `wgmma_ws`'s persistent tile order, ≥ 1 (`None`:
     /// `v03_wgmma_ws::GROUP_M`).
     pub group: Option<u32>,
-    /// `wgmma_ws`'s tile rows, width and cut (`None`: [`WsTile::WIDE`], the tile validated on
-    /// the H200; [`ws_tile`] gives the model's pick for a problem, which the narrow, 64-row and
-    /// cut tiles become the default of once they pass the GPU validation: `notes/hgemm.md`,
-    /// session 12).
+    /// `wgmma_ws`'s tile rows, width and cut (`None`: [`ws_tile`], the model's pick for the
+    /// problem: the wide 128 × 256 tile on big products, the narrow, 64-row and cut tiles where
+    /// it has few tiles; all validated on the GPU in session 13, `notes/hgemm.md`).
     pub tile: Option<WsTile>,
     /// Whether operands the aligned-only kernels cannot read in place are copied into aligned
     /// scratch ([`Padding::Auto`], the default) or refused.
@@ -209,14 +208,14 @@ pub fn prepare_with(
         });
     }
     // wgmma_ws's tile: given (checked against the problem and the device before anything is
-    // allocated) or the wide one.
+    // allocated) or the model's pick (which passes the same check by construction).
     let sms = gpu.info().sm_count;
     let tile = match (variant, opts.tile) {
         (Variant::WgmmaWs, Some(t)) => {
             t.check(p, sms)?;
             Some(t)
         }
-        (Variant::WgmmaWs, None) => Some(WsTile::WIDE),
+        (Variant::WgmmaWs, None) => Some(ws_tile(p, sms)),
         (v, Some(t)) => {
             return Err(Error::Usage(format!(
                 "hgemm/{}: a tile ({}) is a wgmma_ws option",

@@ -46,6 +46,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v05_wgmma::INFO_N64_PP,
     &v05_wgmma::INFO_PP,
     &combine::INFO,
+    &combine::INFO_F32,
 ];
 
 pub mod combine;

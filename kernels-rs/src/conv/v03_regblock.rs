@@ -28,6 +28,11 @@
 //! applies ReLU and stores (NCHW: 16-byte stores along the pixels where `P·Q` is a multiple of
 //! 4).
 //!
+//! **Split-K** (the grid's z, chosen by the host where the tiles leave the last wave of SMs
+//! part-empty: the 14² and 7² ResNet layers): part `z` of `nz` reduces a contiguous range of
+//! the k-tiles and stores raw f32 partial sums in y's layout into a workspace, and
+//! `combine::combine_f32` adds the parts in order, the bias and the activation (deterministic).
+//!
 //! **Bound**: per k-tile 128·64·32 FMAs for (128 + 64)·32 floats from L1/L2; the FMA issue rate
 //! of one 8-warp block per SM, as for the SGEMM at small sizes. Shared: 3 × 27 KiB = 81 KiB.
 
@@ -143,19 +148,32 @@ struct KTiles {
     count: u32,
 }
 
+/// The channel window of a k-tile for `c` input channels: 32, or for `c < 32` the next power
+/// of two ≥ `c`, at least 4.
+pub const fn channel_window(c: u32) -> u32 {
+    if c >= BK {
+        BK
+    } else {
+        let p = c.next_power_of_two();
+        if p < 4 {
+            4
+        } else {
+            p
+        }
+    }
+}
+
+/// The k-tiles of the reduction for `c` channels and `taps = R·S` filter taps (what the host's
+/// split-K choice counts): `⌈c / cw⌉ · ⌈taps / (32 / cw)⌉`.
+pub const fn k_tiles(c: u32, taps: u32) -> u32 {
+    let cw = channel_window(c);
+    c.div_ceil(cw) * taps.div_ceil(BK / cw)
+}
+
 impl KTiles {
     #[inline(always)]
     fn of(g: &Geom) -> Self {
-        let cw = if g.c >= BK {
-            BK
-        } else {
-            let p = g.c.next_power_of_two();
-            if p < 4 {
-                4
-            } else {
-                p
-            }
-        };
+        let cw = channel_window(g.c);
         let cwl = cw.trailing_zeros();
         let tpk = BK >> cwl;
         let groups = (g.r * g.s).div_ceil(tpk);
@@ -420,6 +438,22 @@ unsafe fn regblock_body<const NCHW: bool, const VEC: bool>(
     let rows = g.rows();
     let kt = KTiles::of(&g);
     let base = gpu::dynamic_shared_base();
+    // Split-K over the grid's z: block z reduces k-tiles `[count·z/nz, count·(z+1)/nz)` and,
+    // when there is more than one part, stores its raw partial sums (no bias, no activation)
+    // in y's layout at `y + z · rows · K` (y is then the host's f32 workspace); the
+    // `combine_f32` fix-up adds the parts, the bias and the activation.
+    let (z, nz) = (gpu::block_idx_z(), gpu::grid_dim_z());
+    let first = (kt.count as u64 * z as u64 / nz as u64) as u32;
+    let last = (kt.count as u64 * (z as u64 + 1) / nz as u64) as u32;
+    let (bias, relu, y) = if nz > 1 {
+        (
+            core::ptr::null(),
+            0,
+            y.add(z as usize * rows as usize * g.k as usize),
+        )
+    } else {
+        (bias, relu, y)
+    };
 
     let gather = Gather::<NCHW, VEC>::new(x, w, &g, t, row0, col0);
     let issue = |cb: u32, tg: u32, slot: u32, live: bool| {
@@ -433,8 +467,9 @@ unsafe fn regblock_body<const NCHW: bool, const VEC: bool>(
 
     // --- Main loop: a STAGES-deep ring, one barrier per k-tile. ---
     let mut acc = [[0.0f32; 8]; 8];
-    let (mut cb, mut tg) = (0u32, 0u32); // the next k-tile to issue
-    let mut issued = 0u32;
+    // The next k-tile to issue (one division, before the loop).
+    let (mut cb, mut tg) = (first / kt.groups, first % kt.groups);
+    let mut issued = first;
     let mut wr = 0u32; // byte offset of the next stage to fill
     let advance = |off: u32| {
         if off + STAGE_BYTES == STAGES * STAGE_BYTES {
@@ -445,7 +480,7 @@ unsafe fn regblock_body<const NCHW: bool, const VEC: bool>(
     };
     let mut s = 0;
     while s < STAGES - 1 {
-        issue(cb, tg, wr, issued < kt.count);
+        issue(cb, tg, wr, issued < last);
         issued += 1;
         tg += 1;
         if tg == kt.groups {
@@ -457,11 +492,11 @@ unsafe fn regblock_body<const NCHW: bool, const VEC: bool>(
     }
     let kg0 = group * KSTEP; // this group's slots of every k-tile
     let mut rd = 0u32;
-    let mut tile = 0;
-    while tile < kt.count {
+    let mut tile = first;
+    while tile < last {
         gpu::cp_async_wait::<{ STAGES - 2 }>(); // this thread's copies of `tile` have landed
         gpu::sync_threads(); // everyone's have; everyone is done with the stage refilled next
-        issue(cb, tg, wr, issued < kt.count);
+        issue(cb, tg, wr, issued < last);
         issued += 1;
         tg += 1;
         if tg == kt.groups {
