@@ -188,3 +188,22 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
         }
     }
 }
+
+#[test]
+fn small_and_one_wave_and_a_bit_products_take_the_small_tile_in_one_launch() {
+    let pick = |m, n, k| gemm::small_tile(&GemmProblem::new(m, n, k), 132);
+    // Fewer 64 × 64 tiles than SMs: split over K (slices ≥ 32, at most 8).
+    assert_eq!(pick(256, 256, 256), Some(8));
+    assert_eq!(pick(512, 512, 512), Some(5));
+    assert_eq!(pick(126, 128, 4096), Some(8));
+    assert_eq!(pick(64, 64, 40), Some(1));
+    // Enough 64 × 64 tiles: one launch, whole K.
+    assert_eq!(pick(777, 1234, 555), Some(1));
+    assert_eq!(pick(1000, 1000, 1000), Some(1));
+    assert_eq!(pick(1531, 1531, 1531), Some(1));
+    // A full wave of 128 × 128 tiles (not one and a bit): the 128-row kernels.
+    assert_eq!(pick(2048, 2048, 2048), None);
+    assert_eq!(pick(2999, 3001, 2997), None);
+    assert_eq!(pick(4096, 4096, 4096), None);
+    assert_eq!(pick(16, 16, 0), None);
+}

@@ -3,7 +3,7 @@
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use rustile_kernels::gemm::{
     v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring, v13_gemv_rows, v14_small_m,
-    v15_outer,
+    v15_outer, v16_small_tile,
 };
 use rustile_kernels::registry::KernelInfo;
 
@@ -60,6 +60,28 @@ pub fn skinny(p: &GemmProblem) -> Option<&'static KernelInfo> {
     } else {
         None
     }
+}
+
+/// Split-K parts of the one-launch small-tile kernel ([`v16_small_tile`]: 64 × 64 tiles, any
+/// pitch, no padding pass) for `p` on `sm_count` SMs, or `None` where the 128-row kernels take
+/// `p`: products with fewer 128 × 128 tiles than SMs (256³–1400², 777×1234×555) and those with
+/// one wave and a bit of them ([`one_wave_and_a_bit`]: 1531³). Where even its 64 × 64 tiles are
+/// fewer than the SMs (256³: 16, 512³: 64) K is split into enough slices of at least 32 for
+/// two blocks per SM (at most 8), summed by the split-K reduction.
+pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
+    let sms = sm_count.max(1) as usize;
+    let tiles128 = p.m.div_ceil(128) * p.n.div_ceil(128);
+    if p.k == 0 || (tiles128 >= sms && !one_wave_and_a_bit(p, sm_count)) {
+        return None;
+    }
+    let (tm, tn) = v16_small_tile::TILE;
+    let tiles = p.m.div_ceil(tm as usize) * p.n.div_ceil(tn as usize);
+    let splits = if tiles < sms {
+        (2 * sms).div_ceil(tiles).min(p.k / 32).clamp(1, 8)
+    } else {
+        1
+    };
+    Some(splits as u32)
 }
 
 /// M or N at most this is a [`skinny`] product.
@@ -234,6 +256,27 @@ pub fn run(
         Range::new(pb, lens_b, stream),
     );
     let mut c = Range::new(pc, lens_c, stream);
+    // Small and one-wave-and-a-bit products: one launch on the caller's operands (any pitch),
+    // split over K where even 64 × 64 tiles leave SMs idle.
+    if let Some(splits) = small_tile(p, sm_count) {
+        let kernel = &v16_small_tile::INFO;
+        if splits > 1 {
+            launch_split_k(
+                gpu,
+                kernel,
+                v16_small_tile::SYMBOLS[0].symbol,
+                p,
+                a,
+                b,
+                c,
+                splits,
+                &mut scratch.workspace,
+            )?;
+            return Ok("small_tile_split_k");
+        }
+        launch(gpu, kernel, p, &a, &b, &mut c)?;
+        return Ok(kernel.name);
+    }
     let q = if p.k == 0 { *p } else { p.aligned() };
     let a_src = if q.lda != p.lda {
         pad_into(gpu, a, p.m, p.k, p.lda, q.lda, &mut scratch.a)?;

@@ -31,6 +31,7 @@ pub mod v12_kgroup_ring;
 pub mod v13_gemv_rows;
 pub mod v14_small_m;
 pub mod v15_outer;
+pub mod v16_small_tile;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -54,6 +55,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v13_gemv_rows::INFO,
     &v14_small_m::INFO,
     &v15_outer::INFO,
+    &v16_small_tile::INFO,
     &pad::INFO,
     &v08_warptile::split_k::INFO,
     &v08_warptile::split_k::reduce::INFO,
