@@ -196,11 +196,15 @@ fn small_and_one_wave_and_a_bit_products_take_the_small_tile_in_one_launch() {
     assert_eq!(pick(256, 256, 256), Some(8));
     assert_eq!(pick(512, 512, 512), Some(5));
     assert_eq!(pick(126, 128, 4096), Some(8));
-    assert_eq!(pick(64, 64, 40), Some(1));
-    // Enough 64 × 64 tiles: one launch, whole K.
+    // One k-slice only: the small tile where A's rows need padding, else the old path.
+    assert_eq!(pick(64, 64, 41), Some(1));
+    assert_eq!(pick(64, 64, 40), None);
+    // Enough 64 × 64 tiles: one launch, whole K, where the rows would need padding; aligned
+    // rows keep the k-group ring (measured faster at 1000³).
     assert_eq!(pick(777, 1234, 555), Some(1));
-    assert_eq!(pick(1000, 1000, 1000), Some(1));
     assert_eq!(pick(1531, 1531, 1531), Some(1));
+    assert_eq!(pick(1000, 1000, 1000), None);
+    assert_eq!(pick(1024, 1024, 1024), None);
     // A full wave of 128 × 128 tiles (not one and a bit): the 128-row kernels.
     assert_eq!(pick(2048, 2048, 2048), None);
     assert_eq!(pick(2999, 3001, 2997), None);

@@ -540,6 +540,70 @@ fn tuning_experiments_are_correct_too() {
     }
 }
 
+/// Random A, B and C for `p`, and simulator copies of them.
+#[allow(clippy::type_complexity)]
+fn random_abc(
+    sim: &Simulator,
+    p: &rustile::gemm::GemmProblem,
+    rng: &mut rand::rngs::SmallRng,
+) -> ([Vec<f32>; 3], [rustile::sim::SimBuf<f32>; 3]) {
+    let (la, lb, lc) = p.lens().unwrap();
+    let host = [
+        rustile::elem::random_vec(la, rng),
+        rustile::elem::random_vec(lb, rng),
+        rustile::elem::random_vec(lc, rng),
+    ];
+    let dev = [
+        sim.alloc::<f32>(la, "a").unwrap(),
+        sim.alloc::<f32>(lb, "b").unwrap(),
+        sim.alloc::<f32>(lc, "c").unwrap(),
+    ];
+    for (d, h) in dev.iter().zip(&host) {
+        sim.write(d, h).unwrap();
+    }
+    (host, dev)
+}
+
+/// Launches the split-K reduction `C = α·Σ ws + β·C` of `splits` slices of `p.m × p.n` in the
+/// simulator (the SGEMM dispatcher's second launch after a split product).
+fn reduce_split_k(sim: &Simulator, ws: u64, c: u64, p: &rustile::gemm::GemmProblem, splits: u32) {
+    use rustile_kernels::gemm::v08_warptile::split_k::reduce;
+    let red = SimLaunch {
+        grid: ((p.n as u32).div_ceil(reduce::BLOCK_X), p.m as u32, 1),
+        block: (reduce::BLOCK_X, 1, 1),
+        shared_bytes: 0,
+    };
+    let args = [
+        ws,
+        c,
+        p.m as u64,
+        p.n as u64,
+        p.ldc as u64,
+        splits as u64,
+        p.alpha.to_bits() as u64,
+        p.beta.to_bits() as u64,
+    ];
+    sim.launch("reduce", reduce::SYMBOLS[0].sim, &red, &args)
+        .unwrap();
+}
+
+/// The arguments of a split-K part launch: A, B, the workspace (pitch n), α = 1, β = 0.
+fn split_part_args(a: u64, b: u64, ws: u64, p: &rustile::gemm::GemmProblem) -> [u64; 11] {
+    [
+        a,
+        b,
+        ws,
+        p.m as u64,
+        p.n as u64,
+        p.k as u64,
+        p.lda as u64,
+        p.ldb as u64,
+        p.n as u64,
+        1.0f32.to_bits() as u64,
+        0.0f32.to_bits() as u64,
+    ]
+}
+
 #[test]
 fn split_k_partials_and_reduction_match_the_reference() {
     use rustile::gemm::{check_elements, GemmProblem};
@@ -553,19 +617,8 @@ fn split_k_partials_and_reduction_match_the_reference() {
     }
     .aligned();
     let splits = 3u32;
-    let (la, lb, lc) = p.lens().unwrap();
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
-    let a: Vec<f32> = rustile::elem::random_vec(la, &mut rng);
-    let b: Vec<f32> = rustile::elem::random_vec(lb, &mut rng);
-    let c0: Vec<f32> = rustile::elem::random_vec(lc, &mut rng);
-    let (da, db, dc) = (
-        sim.alloc::<f32>(la, "a").unwrap(),
-        sim.alloc::<f32>(lb, "b").unwrap(),
-        sim.alloc::<f32>(lc, "c").unwrap(),
-    );
-    sim.write(&da, &a).unwrap();
-    sim.write(&db, &b).unwrap();
-    sim.write(&dc, &c0).unwrap();
+    let ([a, b, c0], [da, db, dc]) = random_abc(&sim, &p, &mut rng);
     let ws = sim
         .alloc::<f32>(splits as usize * p.m * p.n, "workspace")
         .unwrap();
@@ -575,42 +628,10 @@ fn split_k_partials_and_reduction_match_the_reference() {
         block: (THREADS, 1, 1),
         shared_bytes: INFO.shared_bytes_f32,
     };
-    let args = [
-        da.addr(),
-        db.addr(),
-        ws.addr(),
-        p.m as u64,
-        p.n as u64,
-        p.k as u64,
-        p.lda as u64,
-        p.ldb as u64,
-        p.n as u64,
-        1.0f32.to_bits() as u64,
-        0.0f32.to_bits() as u64,
-    ];
+    let args = split_part_args(da.addr(), db.addr(), ws.addr(), &p);
     sim.launch("splitk", split_k::SYMBOLS[0].sim, &part, &args)
         .unwrap();
-    let red = SimLaunch {
-        grid: (
-            (p.n as u32).div_ceil(split_k::reduce::BLOCK_X),
-            p.m as u32,
-            1,
-        ),
-        block: (split_k::reduce::BLOCK_X, 1, 1),
-        shared_bytes: 0,
-    };
-    let args = [
-        ws.addr(),
-        dc.addr(),
-        p.m as u64,
-        p.n as u64,
-        p.ldc as u64,
-        splits as u64,
-        p.alpha.to_bits() as u64,
-        p.beta.to_bits() as u64,
-    ];
-    sim.launch("reduce", split_k::reduce::SYMBOLS[0].sim, &red, &args)
-        .unwrap();
+    reduce_split_k(&sim, ws.addr(), dc.addr(), &p, splits);
     let got = sim.read(&dc).unwrap();
     check_elements("split-K", &p, &a, &b, &c0, &got).unwrap();
 }
@@ -651,7 +672,6 @@ fn nt_pipeline_on_a_transposed_a_matches_the_reference() {
 #[test]
 fn nt_split_k_matches_the_reference() {
     use rustile::gemm::{check_elements, GemmProblem};
-    use rustile_kernels::gemm::v08_warptile::split_k::reduce;
     use rustile_kernels::gemm::v11_nt_pipeline::{split_k, INFO};
     let sim = Simulator::default();
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
@@ -684,38 +704,16 @@ fn nt_split_k_matches_the_reference() {
         block: INFO.block,
         shared_bytes: INFO.shared_bytes_f32,
     };
-    let args = [
+    // Aᵀ's pitch is M.
+    let args = split_part_args(
         da.addr(),
         db.addr(),
         ws.addr(),
-        m as u64,
-        n as u64,
-        k as u64,
-        m as u64,
-        p.ldb as u64,
-        n as u64,
-        1.0f32.to_bits() as u64,
-        0.0f32.to_bits() as u64,
-    ];
+        &GemmProblem { lda: m, ..p },
+    );
     sim.launch("nt_splitk", split_k::SYMBOLS[0].sim, &part, &args)
         .unwrap();
-    let red = SimLaunch {
-        grid: ((n as u32).div_ceil(reduce::BLOCK_X), m as u32, 1),
-        block: (reduce::BLOCK_X, 1, 1),
-        shared_bytes: 0,
-    };
-    let args = [
-        ws.addr(),
-        dc.addr(),
-        m as u64,
-        n as u64,
-        p.ldc as u64,
-        splits as u64,
-        p.alpha.to_bits() as u64,
-        p.beta.to_bits() as u64,
-    ];
-    sim.launch("reduce", reduce::SYMBOLS[0].sim, &red, &args)
-        .unwrap();
+    reduce_split_k(&sim, ws.addr(), dc.addr(), &p, splits);
     let got = sim.read(&dc).unwrap();
     check_elements("NT split-K", &p, &a, &b, &c0, &got).unwrap();
 }
@@ -764,7 +762,6 @@ fn naive_sgemm_at_1x1xk_passes_on_every_seed() {
 #[test]
 fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
     use rustile::gemm::{check_elements, GemmProblem};
-    use rustile_kernels::gemm::v08_warptile::split_k::reduce;
     use rustile_kernels::gemm::v16_small_tile::{INFO, SYMBOLS, THREADS};
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
     // Odd pitches (scalar loads), K not a multiple of the k-tile, slices that end mid-tile, and
@@ -784,18 +781,7 @@ fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
             ldc,
             ..GemmProblem::new(m, n, k)
         };
-        let (la, lb, lc) = p.lens().unwrap();
-        let a: Vec<f32> = rustile::elem::random_vec(la, &mut rng);
-        let b: Vec<f32> = rustile::elem::random_vec(lb, &mut rng);
-        let c0: Vec<f32> = rustile::elem::random_vec(lc, &mut rng);
-        let (da, db, dc) = (
-            sim.alloc::<f32>(la, "a").unwrap(),
-            sim.alloc::<f32>(lb, "b").unwrap(),
-            sim.alloc::<f32>(lc, "c").unwrap(),
-        );
-        sim.write(&da, &a).unwrap();
-        sim.write(&db, &b).unwrap();
-        sim.write(&dc, &c0).unwrap();
+        let ([a, b, c0], [da, db, dc]) = random_abc(&sim, &p, &mut rng);
         let ws = sim.alloc::<f32>(splits as usize * m * n, "ws").unwrap();
         sim.write(&ws, &vec![f32::NAN; splits as usize * m * n])
             .unwrap();
@@ -805,38 +791,10 @@ fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
             block: (THREADS, 1, 1),
             shared_bytes: INFO.shared_bytes_f32,
         };
-        let args = [
-            da.addr(),
-            db.addr(),
-            ws.addr(),
-            m as u64,
-            n as u64,
-            k as u64,
-            lda as u64,
-            ldb as u64,
-            n as u64,
-            1.0f32.to_bits() as u64,
-            0.0f32.to_bits() as u64,
-        ];
+        let args = split_part_args(da.addr(), db.addr(), ws.addr(), &p);
         sim.launch("small_tile", SYMBOLS[0].sim, &part, &args)
             .unwrap();
-        let red = SimLaunch {
-            grid: ((n as u32).div_ceil(reduce::BLOCK_X), m as u32, 1),
-            block: (reduce::BLOCK_X, 1, 1),
-            shared_bytes: 0,
-        };
-        let args = [
-            ws.addr(),
-            dc.addr(),
-            m as u64,
-            n as u64,
-            ldc as u64,
-            splits as u64,
-            p.alpha.to_bits() as u64,
-            p.beta.to_bits() as u64,
-        ];
-        sim.launch("reduce", reduce::SYMBOLS[0].sim, &red, &args)
-            .unwrap();
+        reduce_split_k(&sim, ws.addr(), dc.addr(), &p, splits);
         let got = sim.read(&dc).unwrap();
         check_elements("small_tile split-K", &p, &a, &b, &c0, &got).unwrap();
     }

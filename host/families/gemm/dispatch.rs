@@ -64,10 +64,17 @@ pub fn skinny(p: &GemmProblem) -> Option<&'static KernelInfo> {
 
 /// Split-K parts of the one-launch small-tile kernel ([`v16_small_tile`]: 64 × 64 tiles, any
 /// pitch, no padding pass) for `p` on `sm_count` SMs, or `None` where the 128-row kernels take
-/// `p`: products with fewer 128 × 128 tiles than SMs (256³–1400², 777×1234×555) and those with
-/// one wave and a bit of them ([`one_wave_and_a_bit`]: 1531³). Where even its 64 × 64 tiles are
-/// fewer than the SMs (256³: 16, 512³: 64) K is split into enough slices of at least 32 for
-/// two blocks per SM (at most 8), summed by the split-K reduction.
+/// `p`. Among products with fewer 128 × 128 tiles than SMs or one wave and a bit of them
+/// ([`one_wave_and_a_bit`]: 1531³) it takes those where the alternative pays extra launches:
+/// - even its 64 × 64 tiles are fewer than the SMs (256³: 16, 512³: 64): K is split into
+///   enough slices of at least 32 for two blocks per SM (at most 8), summed by the split-K
+///   reduction — measured on an H100 (session 13) 11 µs at 256³ and 20 µs at 512³ against 31
+///   and 35 for transpose + NT split-K + reduction;
+/// - rows that are not 16-byte multiples, which the 128-row kernels copy into padded scratch
+///   first: 777×1234×555 56 µs against 98, 1531³ 310 against 321.
+///
+/// Aligned products with enough 64 × 64 tiles keep the 128 × 64 k-group ring, which is faster
+/// per FLOP (1000³: 74 µs against the small tile's 81).
 pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
     let sms = sm_count.max(1) as usize;
     let tiles128 = p.m.div_ceil(128) * p.n.div_ceil(128);
@@ -81,7 +88,9 @@ pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
     } else {
         1
     };
-    Some(splits as u32)
+    let q = p.aligned();
+    let padded = q.lda != p.lda || q.ldb != p.ldb;
+    (splits > 1 || padded).then_some(splits as u32)
 }
 
 /// M or N at most this is a [`skinny`] product.
