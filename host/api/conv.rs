@@ -172,13 +172,7 @@ pub fn conv2d<T: DeviceElem>(
         // 7² ResNet-50 layers): the partial sums go to a workspace this call allocates (freed
         // in stream order when it returns), then the fix-up writes y.
         let splits = cv::direct_splits(record, p, gpu.info().sm_count)?;
-        let ws_len = cv::split_workspace_len(p, splits)?;
-        let ws = if ws_len > 0 {
-            gpu.check_fits(ws_len.saturating_mul(4), "the split-K workspace")?;
-            Some(gpu.alloc::<f32>(ws_len, "conv split-K workspace")?)
-        } else {
-            None
-        };
+        let ws = cv::gpu_split_workspace(gpu, p, splits)?;
         let ws_addr = ws.as_ref().map_or(0, |w| w.device_ptr(stream).0);
         let (main, fix) = cv::split_plans(p, record, &a, splits, ws_addr)?;
         // SAFETY: as above; the workspace holds `splits` copies of y's f32 length and lives

@@ -163,20 +163,14 @@ pub fn bench_one(
             gpu, p, &a, width, reduce, tma_stores,
         )?)
     } else {
-        let splits = match reduce {
-            super::tma::Reduce::Split(n) if splits_k(record) => n,
-            super::tma::Reduce::Auto => direct_splits(record, p, gpu.info().sm_count)?,
-            _ => 1,
-        };
-        let ws_len = split_workspace_len(p, splits)?;
-        if ws_len > 0 {
-            gpu.check_fits(ws_len.saturating_mul(4), "the split-K workspace")?;
-            let ws = gpu.alloc::<f32>(ws_len, "conv split-K workspace")?;
-            let ws_addr = cudarc::driver::DevicePtr::device_ptr(&ws, gpu.stream()).0;
-            let (main, fix) = split_plans(p, record, &a, splits, ws_addr)?;
-            Prepared::Plan(main, fix.map(|f| (f, ws)))
-        } else {
-            Prepared::Plan(plan(p, record, &a)?, None)
+        let splits = direct_parts(record, p, gpu.info().sm_count, reduce)?;
+        match gpu_split_workspace(gpu, p, splits)? {
+            Some(ws) => {
+                let ws_addr = cudarc::driver::DevicePtr::device_ptr(&ws, gpu.stream()).0;
+                let (main, fix) = split_plans(p, record, &a, splits, ws_addr)?;
+                Prepared::Plan(main, fix.map(|f| (f, ws)))
+            }
+            None => Prepared::Plan(plan(p, record, &a)?, None),
         }
     };
     let kernel = match &prepared {

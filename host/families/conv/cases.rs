@@ -56,6 +56,17 @@ pub fn shapes(backend: &Backend, scale: Scale, dtype: DType) -> Vec<Problem> {
     v
 }
 
+/// A case validating `record` on `p` with its reduction forced to `reduce`, labelled
+/// `<problem> <what>`.
+fn forced_case(record: &'static KernelInfo, p: Problem, what: &str, reduce: Reduce) -> Case {
+    Case::new(
+        kernel_label(record),
+        p.dtype,
+        format!("{} {what}", p.label()),
+        move |b: &Backend, seed| validate_split(b, record, &p, seed, reduce).map(|_| ()),
+    )
+}
+
 /// The cases of `record` that `backend` can run at `scale`.
 pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) -> Vec<Case> {
     let mut out = Vec::new();
@@ -102,14 +113,7 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                 if matches!(backend, Backend::Simulator(_)) && p.c == 512 {
                     continue; // the 7² × 512 layer: GPU only (minutes in the simulator)
                 }
-                out.push(Case::new(
-                    kernel_label(record),
-                    e.dtype,
-                    format!("{} split {splits}", p.label()),
-                    move |b: &Backend, seed| {
-                        validate_split(b, record, &p, seed, Reduce::Split(splits)).map(|_| ())
-                    },
-                ));
+                out.push(forced_case(record, p, &format!("split {splits}"), Reduce::Split(splits)));
             }
         }
     }
@@ -128,14 +132,7 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                 if runnable(Target::of(backend), record, &p).is_err() {
                     continue;
                 }
-                out.push(Case::new(
-                    kernel_label(record),
-                    e.dtype,
-                    format!("{} split {splits}", p.label()),
-                    move |b: &Backend, seed| {
-                        validate_split(b, record, &p, seed, Reduce::Split(splits)).map(|_| ())
-                    },
-                ));
+                out.push(forced_case(record, p, &format!("split {splits}"), Reduce::Split(splits)));
             }
         }
     }
@@ -184,14 +181,7 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                 if runnable(Target::of(backend), record, &p).is_err() {
                     continue;
                 }
-                out.push(Case::new(
-                    kernel_label(record),
-                    e.dtype,
-                    format!("{} stream-K", p.label()),
-                    move |b: &Backend, seed| {
-                        validate_split(b, record, &p, seed, Reduce::StreamK).map(|_| ())
-                    },
-                ));
+                out.push(forced_case(record, p, "stream-K", Reduce::StreamK));
             }
             // Tiles cut into k-segments, one block each: even cuts (72 k-tiles in 2 or 3),
             // uneven ones (9 k-tiles in 2 or 5: a block's range crosses into the next tile), one
@@ -211,14 +201,7 @@ pub fn cases_of(backend: &Backend, record: &'static KernelInfo, scale: Scale) ->
                 if runnable(Target::of(backend), record, &p).is_err() {
                     continue;
                 }
-                out.push(Case::new(
-                    kernel_label(record),
-                    e.dtype,
-                    format!("{} cut {cut}", p.label()),
-                    move |b: &Backend, seed| {
-                        validate_split(b, record, &p, seed, Reduce::Cut(cut)).map(|_| ())
-                    },
-                ));
+                out.push(forced_case(record, p, &format!("cut {cut}"), Reduce::Cut(cut)));
             }
         }
     }

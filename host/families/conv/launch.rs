@@ -156,6 +156,39 @@ pub fn direct_splits(record: &'static KernelInfo, p: &Problem, sms: u32) -> Resu
     })
 }
 
+/// The parts `record` runs `p` in on `sms` SMs under `reduce`: a forced
+/// [`Reduce::Split`](super::tma::Reduce) where the kernel [`splits_k`], [`direct_splits`]'
+/// estimate for `Reduce::Auto`, else 1 (the other kernels, and the TMA kernel's own modes,
+/// which its launcher handles).
+pub fn direct_parts(
+    record: &'static KernelInfo,
+    p: &Problem,
+    sms: u32,
+    reduce: super::tma::Reduce,
+) -> Result<u32> {
+    use super::tma::Reduce;
+    Ok(match reduce {
+        Reduce::Split(n) if splits_k(record) => n,
+        Reduce::Auto => direct_splits(record, p, sms)?,
+        _ => 1,
+    })
+}
+
+/// The split-K workspace of `splits` parts of `p` on `gpu` (`None` for one part), checked to
+/// fit the device before it is allocated.
+pub fn gpu_split_workspace(
+    gpu: &crate::gpu::Gpu,
+    p: &Problem,
+    splits: u32,
+) -> Result<Option<cudarc::driver::CudaSlice<f32>>> {
+    let len = split_workspace_len(p, splits)?;
+    if len == 0 {
+        return Ok(None);
+    }
+    gpu.check_fits(len.saturating_mul(4), "the split-K workspace")?;
+    gpu.alloc::<f32>(len, "conv split-K workspace").map(Some)
+}
+
 /// f32 words of the split-K workspace for `splits` parts of `p` (0 for one part).
 pub fn split_workspace_len(p: &Problem, splits: u32) -> Result<usize> {
     let [_, _, ly] = p.lens()?;

@@ -117,11 +117,7 @@ pub fn output_split(
         _ => {
             // The f32 `regblock` step splits its reduction where its estimate says (or as
             // forced); the other kernels ignore `reduce`.
-            let splits = match reduce {
-                Reduce::Split(n) if splits_k(record) => n,
-                Reduce::Auto => direct_splits(record, p, backend.sm_count())?,
-                _ => 1,
-            };
+            let splits = direct_parts(record, p, backend.sm_count(), reduce)?;
             let ws_len = split_workspace_len(p, splits)?;
             backend.check_fits(ws_len.saturating_mul(4), "the split-K workspace")?;
             let ws = if ws_len > 0 {
