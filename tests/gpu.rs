@@ -300,6 +300,13 @@ fn gemm_dispatcher_matches_cublas_on_odd_padded_and_skinny_shapes() {
         },
         GemmProblem::new(257, 4093, 129),
         GemmProblem::new(4093, 33, 1023),
+        // Stream-K: all of it (1531³, 777 × 1234 × 555) and below two plain waves (2999 × 3001).
+        GemmProblem {
+            beta: 0.5,
+            ..GemmProblem::new(1531, 1531, 1531)
+        },
+        GemmProblem::new(777, 1234, 555),
+        GemmProblem::new(2999, 3001, 2997),
         GemmProblem::new(64, 8192, 1),
         GemmProblem {
             alpha: -0.5,
@@ -743,4 +750,31 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
         }
     }
     gpu.synchronize("prepared launches").unwrap();
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn dispatcher_runs_stream_k_on_views_at_any_offset() {
+    use rustile::gemm::{self, stream_k, GemmProblem, Scratch};
+    let gpu = gpu();
+    // 70 tiles of 128 × 128 on the SMs: stream-K, whose Aᵀ is rewritten and whose B is copied
+    // 16 bytes at a time — padded here, as the view starts 4 bytes past its allocation.
+    let p = GemmProblem {
+        ldb: 1236,
+        ..GemmProblem::new(777, 1234, 555)
+    };
+    assert!(stream_k::plan(&p, gpu.info().sm_count).is_some());
+    let (la, lb, lc) = p.lens().unwrap();
+    let a = gpu.upload(&vec![1.0f32; la + 1], "A").unwrap();
+    let b = gpu.upload(&vec![0.5f32; lb + 1], "B").unwrap();
+    for (a, b) in [
+        (a.slice(1..), b.slice(1..)),
+        (a.slice(..la), b.slice(..lb)),
+    ] {
+        let mut c = gpu.upload(&vec![f32::NAN; lc], "C").unwrap();
+        let ran = gemm::run(&gpu, &p, &a, &b, &mut c, &mut Scratch::default()).unwrap();
+        assert!(ran.contains("stream_k"), "{ran}");
+        let got = gpu.download(&c, "C").unwrap();
+        assert!(got.iter().all(|&v| v == 277.5), "{:?}", &got[..4]);
+    }
 }

@@ -799,3 +799,151 @@ fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
         check_elements("small_tile split-K", &p, &a, &b, &c0, &got).unwrap();
     }
 }
+
+/// The dispatcher's stream-K path, launch by launch in the simulator: A of any pitch written
+/// as Aᵀ at a pitch of a multiple of 4 (`gemm::pad::transpose`), the plain NT pipeline on the
+/// plan's top rows of tiles, the stream-K kernel on the rows below (its Aᵀ and C offset to the
+/// band) and the fix-up. Grids of one block, of every k-tile its own block, and in between —
+/// tiles split over several blocks, blocks spanning several tiles — at odd shapes with β ≠ 0.
+#[test]
+fn stream_k_bands_and_fixup_match_the_reference() {
+    use rustile::gemm::stream_k::Plan;
+    use rustile::gemm::{check_elements, GemmProblem};
+    use rustile_kernels::gemm::v17_nt_stream_k::{fixup, workspace_len, INFO};
+    use rustile_kernels::gemm::{pad::transpose, v11_nt_pipeline};
+    let sim = Simulator::default();
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
+    let cases = [
+        // (m, n, k, lda, ldb, ldc, dp_rows, ctas)
+        (301, 250, 83, 85, 252, 251, 1, 7),
+        (301, 250, 83, 83, 252, 250, 0, 1),
+        (130, 129, 40, 41, 132, 133, 0, 12), // 4 tiles × 3 k-tiles: one k-tile per block
+        (257, 131, 200, 203, 132, 131, 2, 3), // the band is one partial row of tiles
+        (129, 260, 333, 333, 260, 260, 0, 5),
+    ];
+    for (m, n, k, lda, ldb, ldc, dp_rows, ctas) in cases {
+        let p = GemmProblem {
+            alpha: 0.75,
+            beta: -0.5,
+            lda,
+            ldb,
+            ldc,
+            ..GemmProblem::new(m, n, k)
+        };
+        let plan = Plan { dp_rows, ctas };
+        let (la, lb, lc) = p.lens().unwrap();
+        let a: Vec<f32> = rustile::elem::random_vec(la, &mut rng);
+        let b: Vec<f32> = rustile::elem::random_vec(lb, &mut rng);
+        let c0: Vec<f32> = rustile::elem::random_vec(lc, &mut rng);
+        let ld_t = m.next_multiple_of(4);
+        let (da, db, dc, dt) = (
+            sim.alloc::<f32>(la, "A").unwrap(),
+            sim.alloc::<f32>(lb, "B").unwrap(),
+            sim.alloc::<f32>(lc, "C").unwrap(),
+            sim.alloc::<f32>(k * ld_t, "Aᵀ").unwrap(),
+        );
+        sim.write(&da, &a).unwrap();
+        sim.write(&db, &b).unwrap();
+        sim.write(&dc, &c0).unwrap();
+        let tp = SimLaunch {
+            grid: (
+                k.div_ceil(transpose::TILE as usize) as u32,
+                ld_t.div_ceil(transpose::TILE as usize) as u32,
+                1,
+            ),
+            block: transpose::BLOCK,
+            shared_bytes: transpose::SHARED_BYTES,
+        };
+        let args = [da.addr(), dt.addr(), m as u64, k as u64, lda as u64, ld_t as u64];
+        sim.launch("transpose_pad", transpose::SYMBOLS[0].sim, &tp, &args)
+            .unwrap();
+        // Aᵀ, zero in the padding columns.
+        let at = sim.read(&dt).unwrap();
+        for kk in 0..k {
+            for r in 0..ld_t {
+                let want = if r < m { a[r * lda + kk] } else { 0.0 };
+                assert_eq!(at[kk * ld_t + r], want, "Aᵀ[{kk}][{r}] of {}", p.shape());
+            }
+        }
+        let f = |x: f32| x.to_bits() as u64;
+        let r0 = (plan.split_row()).min(m);
+        let scalars = |rows: usize| {
+            [
+                rows as u64,
+                n as u64,
+                k as u64,
+                ld_t as u64,
+                ldb as u64,
+                ldc as u64,
+                f(p.alpha),
+                f(p.beta),
+            ]
+        };
+        if r0 > 0 {
+            let top = SimLaunch {
+                grid: (n.div_ceil(128) as u32, r0.div_ceil(128) as u32, 1),
+                block: v11_nt_pipeline::INFO.block,
+                shared_bytes: v11_nt_pipeline::INFO.shared_bytes_f32,
+            };
+            let mut args = vec![dt.addr(), db.addr(), dc.addr()];
+            args.extend(scalars(r0));
+            sim.launch("nt", v11_nt_pipeline::SYMBOLS[0].sim, &top, &args)
+                .unwrap();
+        }
+        let ws = sim
+            .alloc::<f32>(workspace_len(ctas), "stream-K workspace")
+            .unwrap();
+        let (a_low, c_low) = (dt.addr() + 4 * r0 as u64, dc.addr() + 4 * (r0 * ldc) as u64);
+        let sk = SimLaunch {
+            grid: (ctas, 1, 1),
+            block: INFO.block,
+            shared_bytes: INFO.shared_bytes_f32,
+        };
+        let mut args = vec![a_low, db.addr(), c_low, ws.addr()];
+        args.extend(scalars(m - r0));
+        sim.launch("stream_k", INFO.symbols[0].sim, &sk, &args)
+            .unwrap();
+        let fx = SimLaunch {
+            grid: (((m - r0).div_ceil(128) * n.div_ceil(128)) as u32, 1, 1),
+            block: fixup::INFO.block,
+            shared_bytes: 0,
+        };
+        let args = [
+            ws.addr(),
+            c_low,
+            (m - r0) as u64,
+            n as u64,
+            k as u64,
+            ldc as u64,
+            ctas as u64,
+            f(p.alpha),
+            f(p.beta),
+        ];
+        sim.launch("fixup", fixup::SYMBOLS[0].sim, &fx, &args)
+            .unwrap();
+        let got = sim.read(&dc).unwrap();
+        check_elements("stream-K", &p, &a, &b, &c0, &got)
+            .unwrap_or_else(|e| panic!("{} {plan:?}: {e}", p.shape()));
+    }
+}
+
+/// The stream-K plan on 132 SMs: the odd shapes take it, full waves do not.
+#[test]
+fn stream_k_plans_the_part_empty_waves() {
+    use rustile::gemm::stream_k::{plan_with, Plan};
+    use rustile::gemm::GemmProblem;
+    let plan = |m, n, k| plan_with(&GemmProblem::new(m, n, k), 132, None);
+    assert_eq!(plan(1531, 1531, 1531), Some(Plan { dp_rows: 0, ctas: 264 }));
+    assert_eq!(plan(2999, 3001, 2997), Some(Plan { dp_rows: 22, ctas: 264 }));
+    assert_eq!(plan(4096, 4096, 4096), None);
+    assert_eq!(plan(8192, 8192, 8192), None);
+    // A tiny product: at least 4 k-tiles per block.
+    assert_eq!(plan(100, 100, 64), Some(Plan { dp_rows: 0, ctas: 1 }));
+    // The override: off, or a forced grid (never more blocks than k-tiles).
+    let p = GemmProblem::new(4096, 4096, 4096);
+    assert_eq!(plan_with(&p, 132, Some(None)), None);
+    assert_eq!(
+        plan_with(&p, 132, Some(Some(100))),
+        Some(Plan { dp_rows: 24, ctas: 100 })
+    );
+}

@@ -265,9 +265,50 @@ pub fn run(
         Range::new(pb, lens_b, stream),
     );
     let mut c = Range::new(pc, lens_c, stream);
-    // Small and one-wave-and-a-bit products: one launch on the caller's operands (any pitch),
-    // split over K where even 64 × 64 tiles leave SMs idle.
-    if let Some(splits) = small_tile(p, sm_count) {
+    // Small products: one launch on the caller's operands (any pitch), split over K where even
+    // 64 × 64 tiles leave SMs idle.
+    let small = small_tile(p, sm_count);
+    if let Some(splits) = small.filter(|&s| s > 1) {
+        launch_split_k(
+            gpu,
+            &v16_small_tile::INFO,
+            v16_small_tile::SYMBOLS[0].symbol,
+            p,
+            a,
+            b,
+            c,
+            splits,
+            &mut scratch.workspace,
+        )?;
+        return Ok("small_tile_split_k");
+    }
+    // Part-empty last waves, at any pitch: Aᵀ at a padded pitch, B padded if it must be, the
+    // plain NT pipeline on whole waves and stream-K on the rest.
+    if let Some(plan) = stream_k::plan(p, sm_count) {
+        // B's rows are copied 16 bytes at a time: padded unless its pitch and address allow.
+        let b_src = if p.ldb.is_multiple_of(4) && b.ptr().is_multiple_of(16) {
+            b
+        } else {
+            let ldb = p.ldb.next_multiple_of(4);
+            pad_into(gpu, b, p.k, p.n, p.ldb, ldb, &mut scratch.b)?;
+            range_of(scratch.b.as_ref().expect("padded"), stream)
+        };
+        let ld_t = stream_k::transpose_pad(gpu, p, a, &mut scratch.a_t)?;
+        let a_t = range_of(scratch.a_t.as_ref().expect("transposed"), stream);
+        let nt = GemmProblem {
+            lda: ld_t,
+            ldb: p.ldb.next_multiple_of(4),
+            ..*p
+        };
+        stream_k::run(gpu, &nt, plan, a_t, b_src, c, &mut scratch.workspace)?;
+        return Ok(if plan.dp_rows > 0 {
+            "nt_pipeline+stream_k"
+        } else {
+            "nt_stream_k"
+        });
+    }
+    // With stream-K off: one-wave-and-a-bit products whose rows need padding.
+    if let Some(splits) = small {
         let kernel = &v16_small_tile::INFO;
         if splits > 1 {
             launch_split_k(
@@ -367,7 +408,7 @@ fn range_of<'a>(s: &CudaSlice<f32>, stream: &'a std::sync::Arc<CudaStream>) -> R
 }
 
 /// The scratch buffer in `slot`, (re)allocated to hold at least `need` elements.
-fn reserve<'a>(
+pub(crate) fn reserve<'a>(
     gpu: &Gpu,
     slot: &'a mut Option<CudaSlice<f32>>,
     need: usize,

@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod fuzz;
 pub mod launch;
 pub mod problem;
+pub mod stream_k;
 pub mod npy_run;
 pub mod validate;
 

@@ -1,6 +1,6 @@
 //! The SGEMM problem: shape, pitches, argument checks, grid, float64 reference, tolerance.
 
-use rustile_kernels::gemm::v11_nt_pipeline;
+use rustile_kernels::gemm::{v11_nt_pipeline, v17_nt_stream_k};
 use rustile_kernels::registry::{DType, Entry, KernelInfo};
 
 use crate::check::{self, BufArg};
@@ -158,8 +158,9 @@ impl GemmProblem {
                 self.shape()
             ))
         };
-        // The NT pipeline reads Aᵀ: K rows of at least M.
-        let a_transposed = kernel.name == v11_nt_pipeline::INFO.name;
+        // The NT pipeline (and its stream-K form) reads Aᵀ: K rows of at least M.
+        let a_transposed = kernel.name == v11_nt_pipeline::INFO.name
+            || kernel.name == v17_nt_stream_k::INFO.name;
         let (a_rows, a_cols) = if a_transposed {
             (self.k, self.m)
         } else {

@@ -32,6 +32,7 @@ pub mod v13_gemv_rows;
 pub mod v14_small_m;
 pub mod v15_outer;
 pub mod v16_small_tile;
+pub mod v17_nt_stream_k;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -57,6 +58,9 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v15_outer::INFO,
     &v16_small_tile::INFO,
     &pad::INFO,
+    &pad::transpose::INFO,
+    &v17_nt_stream_k::INFO,
+    &v17_nt_stream_k::fixup::INFO,
     &v08_warptile::split_k::INFO,
     &v08_warptile::split_k::reduce::INFO,
     &v11_nt_pipeline::INFO,

@@ -42,3 +42,80 @@ pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
     about: "copies a matrix into a wider row pitch, zero-filling the extra columns",
     ..crate::registry::KernelInfo::BASE
 };
+
+/// The pitched transpose: `Aᵀ` for the NT kernels from an A of any pitch.
+///
+/// Writes `dst[c][r] = src[r][c]` for a `rows × cols` source of row pitch `ld_src` into a
+/// destination of `cols` rows of pitch `ld_dst ≥ rows`, zero in columns `rows..ld_dst` — so
+/// `ld_dst` can be the multiple of 4 the NT pipeline's 16-byte copies need whatever M is (the
+/// dense transpose family writes pitch `rows` only). A 32 × 32 tile through a 32 × 33 shared
+/// array (conflict-free both ways), block 32 × 8, four elements per thread per phase; grid
+/// `(⌈cols/32⌉, ⌈ld_dst/32⌉)`.
+pub mod transpose {
+    use crate::gpu::{self, Elem};
+
+    /// Tile side.
+    pub const TILE: u32 = 32;
+    /// Block shape.
+    pub const BLOCK: (u32, u32, u32) = (TILE, 8, 1);
+    /// Shared bytes: a 32 × 33 f32 tile.
+    pub const SHARED_BYTES: usize = (TILE * (TILE + 1) * 4) as usize;
+
+    #[inline(always)]
+    unsafe fn gemm_transpose_pad(
+        src: *const f32,
+        dst: *mut f32,
+        rows: u32,
+        cols: u32,
+        ld_src: u32,
+        ld_dst: u32,
+    ) {
+        let (tx, ty) = (gpu::thread_idx_x(), gpu::thread_idx_y());
+        let (c0, r0) = (gpu::block_idx_x() * TILE, gpu::block_idx_y() * TILE);
+        let base = gpu::dynamic_shared_base();
+        let addr = |r: u32, c: u32| base + (r * (TILE + 1) + c) * 4;
+        // Phase 1: rows r0.. of the source (zero past `rows`), coalesced along its rows.
+        let mut v = [0.0f32; 4];
+        let mut e = 0;
+        while e < 4 {
+            let (r, c) = (r0 + ty + 8 * e as u32, c0 + tx);
+            if r < rows && c < cols {
+                v[e] = f32::ld_global_nc(src.add(r as usize * ld_src as usize + c as usize));
+            }
+            e += 1;
+        }
+        let mut e = 0;
+        while e < 4 {
+            f32::st_shared(addr(ty + 8 * e as u32, tx), v[e]);
+            e += 1;
+        }
+        gpu::sync_threads();
+        // Phase 2: destination row = source column, coalesced along the destination's rows.
+        let mut e = 0;
+        while e < 4 {
+            let (dr, dc) = (c0 + ty + 8 * e as u32, r0 + tx);
+            if dr < cols && dc < ld_dst {
+                let x = f32::ld_shared(addr(tx, ty + 8 * e as u32));
+                f32::st_global(dst.add(dr as usize * ld_dst as usize + dc as usize), x);
+            }
+            e += 1;
+        }
+    }
+    crate::entry_points! {
+        pub const SYMBOLS;
+        fn gemm_transpose_pad(src: *const f32, dst: *mut f32, rows: u32, cols: u32, ld_src: u32, ld_dst: u32);
+        gemm_transpose_pad_f32 => (F32, F32, Any) [];
+    }
+
+    /// Registry record (a helper of the SGEMM dispatcher).
+    pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+        family: crate::registry::Family::Gemm,
+        name: "transpose_pad",
+        role: crate::registry::Role::Helper,
+        block: BLOCK,
+        shared_bytes_f32: SHARED_BYTES,
+        symbols: SYMBOLS,
+        about: "writes Aᵀ at a row pitch of the caller's choice (zero past M), from A of any pitch",
+        ..crate::registry::KernelInfo::BASE
+    };
+}

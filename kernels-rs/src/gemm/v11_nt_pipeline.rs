@@ -75,18 +75,71 @@ unsafe fn nt_pipeline<const SPLIT_K: bool>(
     } else {
         (0, k, c)
     };
-    let stage_bytes = (BK * PITCH_A + BK * TILE.1) * 4;
+    let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * TILE.1);
+    let acc = nt_tile(at_, b, m, n, k_begin, k, lda, ldb, row0, col0);
+    let mut i = 0;
+    while i < 8 {
+        let mut j = 0;
+        while j < 8 {
+            let (r, col) = lane_pos(i as u32, j as u32);
+            epilogue(
+                c,
+                ldc,
+                m,
+                n,
+                row0 + r,
+                col0 + col,
+                acc[i][j],
+                alpha,
+                beta,
+            );
+            j += 1;
+        }
+        i += 1;
+    }
+}
+
+/// Where this thread's accumulator `(i, j)` (0..8 each) sits in the 128 × 128 tile: 64 × 32
+/// warp tiles, each lane two 4 × 4 blocks per direction, half a warp tile apart.
+#[inline(always)]
+pub(crate) fn lane_pos(i: u32, j: u32) -> (u32, u32) {
     let t = gpu::thread_idx_x();
     let (warp, lane) = (t / 32, t % 32);
-    let (row0, col0) = (gpu::block_idx_y() * TILE.0, gpu::block_idx_x() * TILE.1);
     let warps_n = TILE.1 / WARP_TILE.1;
     let (wrow0, wcol0) = (
         (warp / warps_n) * WARP_TILE.0,
         (warp % warps_n) * WARP_TILE.1,
     );
     let (lr, lc) = (lane / 4, lane % 4);
-    let lane_row = |i: u32| (i / 4) * (WARP_TILE.0 / 2) + lr * 4 + i % 4;
-    let lane_col = |j: u32| (j / 4) * (WARP_TILE.1 / 2) + lc * 4 + j % 4;
+    (
+        wrow0 + (i / 4) * (WARP_TILE.0 / 2) + lr * 4 + i % 4,
+        wcol0 + (j / 4) * (WARP_TILE.1 / 2) + lc * 4 + j % 4,
+    )
+}
+
+/// The 128 × 128 tile of `Aᵀᵀ·B` at `(row0, col0)` over `k_begin..k_end` (a multiple of [`BK`]
+/// apart except at K's end), this thread's 8 × 8 share ([`lane_pos`]): the `STAGES`-deep
+/// `cp.async` ring, one barrier per k-tile. Starts with a barrier, so a block may run it for
+/// several tiles in a row (the stream-K kernel) without one tile's copies landing in a stage
+/// another warp is still reading; ends with this thread's copies drained.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) unsafe fn nt_tile(
+    at_: *const f32,
+    b: *const f32,
+    m: u32,
+    n: u32,
+    k_begin: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    row0: u32,
+    col0: u32,
+) -> [[f32; 8]; 8] {
+    let stage_bytes = (BK * PITCH_A + BK * TILE.1) * 4;
+    let t = gpu::thread_idx_x();
+    let (lr0, lc0) = lane_pos(0, 0);
+    let (lr4, lc4) = lane_pos(4, 4);
     let base = gpu::dynamic_shared_base();
     let a_s = |s: u32| base + s * stage_bytes; // (BK, BM + PAD)
     let b_s = |s: u32| base + s * stage_bytes + BK * PITCH_A * 4; // (BK, BN)
@@ -123,6 +176,8 @@ unsafe fn nt_pipeline<const SPLIT_K: bool>(
         gpu::cp_async_commit();
     };
 
+    // Every warp is done reading the stages of a previous tile before any copy lands.
+    gpu::sync_threads();
     let mut acc = [[0.0f32; 8]; 8];
     let mut s = 0;
     while s < STAGES - 1 {
@@ -137,10 +192,10 @@ unsafe fn nt_pipeline<const SPLIT_K: bool>(
         let st = tile % STAGES;
         let mut d = 0;
         while d < BK {
-            let m_lo = gpu::ld_shared_f32x4(f32_addr(a_s(st), d * PITCH_A + wrow0 + lane_row(0)));
-            let m_hi = gpu::ld_shared_f32x4(f32_addr(a_s(st), d * PITCH_A + wrow0 + lane_row(4)));
-            let n_lo = gpu::ld_shared_f32x4(f32_addr(b_s(st), d * TILE.1 + wcol0 + lane_col(0)));
-            let n_hi = gpu::ld_shared_f32x4(f32_addr(b_s(st), d * TILE.1 + wcol0 + lane_col(4)));
+            let m_lo = gpu::ld_shared_f32x4(f32_addr(a_s(st), d * PITCH_A + lr0));
+            let m_hi = gpu::ld_shared_f32x4(f32_addr(a_s(st), d * PITCH_A + lr4));
+            let n_lo = gpu::ld_shared_f32x4(f32_addr(b_s(st), d * TILE.1 + lc0));
+            let n_hi = gpu::ld_shared_f32x4(f32_addr(b_s(st), d * TILE.1 + lc4));
             let reg_m = [
                 m_lo[0], m_lo[1], m_lo[2], m_lo[3], m_hi[0], m_hi[1], m_hi[2], m_hi[3],
             ];
@@ -161,27 +216,7 @@ unsafe fn nt_pipeline<const SPLIT_K: bool>(
         tile += 1;
     }
     gpu::cp_async_wait::<0>();
-
-    let mut i = 0;
-    while i < 8 {
-        let r = row0 + wrow0 + lane_row(i as u32);
-        let mut j = 0;
-        while j < 8 {
-            epilogue(
-                c,
-                ldc,
-                m,
-                n,
-                r,
-                col0 + wcol0 + lane_col(j as u32),
-                acc[i][j],
-                alpha,
-                beta,
-            );
-            j += 1;
-        }
-        i += 1;
-    }
+    acc
 }
 
 /// Split-K entry (the `nt_pipeline` body with `SPLIT_K = true`).

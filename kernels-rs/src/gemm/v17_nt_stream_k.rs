@@ -1,0 +1,237 @@
+//! Stream-K over the NT pipeline: a fixed number of blocks share a product's k-tiles evenly,
+//! across tile boundaries, so that no wave is left part-full.
+//!
+//! `v11` gives each 128 × 128 tile of C to one block. When the tiles are not a multiple of the
+//! blocks the GPU holds at once (264 on 132 SMs, two per SM), the last wave runs part-empty:
+//! 1531³ has 144 tiles — one wave in which 12 SMs run two tiles and 120 run one; 2999 × 3001
+//! has 576 — two full waves and one 18 % full. Here the host launches `ctas` blocks (at most
+//! what fits at once) and block `c` takes k-tiles `⌊c·T/ctas⌋ .. ⌊(c+1)·T/ctas⌋` of the
+//! product's `T = tiles · ⌈K/BK⌉`, tile-major: a run of whole tiles, with a part of a tile at
+//! either end. A whole tile goes to C through the epilogue. A part goes, raw, to the block's
+//! workspace slot — slot 0 for its first tile, 1 for its last — and [`fixup`] (a second launch)
+//! adds a split tile's parts in block order (deterministic), then applies α and β.
+//!
+//! The host runs the stream-K launch on the rows that do not fill whole waves (a row band of
+//! C, A and C offset) after a plain `v11` launch on the rest: "data-parallel + stream-K".
+//! Contract: as `v11` (`a` is Aᵀ, `lda`, `ldb` multiples of 4, 16-byte aligned), plus a
+//! workspace of `2 · ctas · 128 · 128` floats and `1 ≤ ctas ≤ T`.
+
+use super::v08_warptile::{THREADS, TILE};
+use super::v11_nt_pipeline::{lane_pos, nt_tile, BK, SHARED_BYTES};
+use super::epilogue;
+use crate::gpu;
+
+/// Floats of one workspace slot (a 128 × 128 tile, row-major).
+pub const SLOT: u32 = TILE.0 * TILE.1;
+
+/// Workspace floats for `ctas` blocks: two slots each.
+pub const fn workspace_len(ctas: u32) -> usize {
+    2 * ctas as usize * SLOT as usize
+}
+
+/// First k-tile of block `c` of `ctas` over `total` k-tiles.
+#[inline(always)]
+pub fn start(c: u32, ctas: u32, total: u64) -> u64 {
+    c as u64 * total / ctas as u64
+}
+
+/// The block of `ctas` whose k-tiles hold k-tile `i` of `total` (the largest `c` with
+/// `start(c) ≤ i`).
+#[inline(always)]
+pub fn owner(i: u64, ctas: u32, total: u64) -> u32 {
+    (((i + 1) * ctas as u64 - 1) / total) as u32
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_nt_stream_k(
+    at_: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ws: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let (cta, ctas) = (gpu::block_idx_x(), gpu::grid_dim_x());
+    let tiles_n = n.div_ceil(TILE.1);
+    let kt = k.div_ceil(BK) as u64;
+    let total = m.div_ceil(TILE.0) as u64 * tiles_n as u64 * kt;
+    let (first, end) = (start(cta, ctas, total), start(cta + 1, ctas, total));
+    let mut it = first;
+    while it < end {
+        let tile = it / kt;
+        let k0 = it - tile * kt;
+        let k1 = if end - tile * kt < kt {
+            end - tile * kt
+        } else {
+            kt
+        };
+        let tile = tile as u32;
+        let (row0, col0) = ((tile / tiles_n) * TILE.0, (tile % tiles_n) * TILE.1);
+        let k_hi = (k1 as u32 * BK).min(k);
+        let acc = nt_tile(at_, b, m, n, k0 as u32 * BK, k_hi, lda, ldb, row0, col0);
+        if k0 == 0 && k1 == kt {
+            let mut i = 0;
+            while i < 8 {
+                let mut j = 0;
+                while j < 8 {
+                    let (r, col) = lane_pos(i as u32, j as u32);
+                    epilogue(
+                        c,
+                        ldc,
+                        m,
+                        n,
+                        row0 + r,
+                        col0 + col,
+                        acc[i][j],
+                        alpha,
+                        beta,
+                    );
+                    j += 1;
+                }
+                i += 1;
+            }
+        } else {
+            // A part: the raw sums to this block's slot, four floats at a time.
+            let slot = 2 * cta + (it != first) as u32;
+            let w = ws.add(slot as usize * SLOT as usize);
+            let mut i = 0;
+            while i < 8 {
+                let mut j = 0;
+                while j < 8 {
+                    let (r, col) = lane_pos(i as u32, j as u32);
+                    let v = [acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]];
+                    gpu::st_global_v16(
+                        w.add((r * TILE.1 + col) as usize) as *mut gpu::Vec16,
+                        gpu::Vec16(v.map(f32::to_bits)),
+                    );
+                    j += 4;
+                }
+                i += 1;
+            }
+        }
+        it = tile as u64 * kt + k1;
+    }
+}
+
+/// Threads of a [`fixup`] block.
+pub const FIXUP_THREADS: u32 = 256;
+
+/// The second launch: one block per tile of the stream-K product (grid x = tiles). A tile one
+/// block computed whole is already in C; a split one is the sum, in block order, of its parts
+/// in the workspace slots, then `C = α·sum + β·C` inside `m × n` (C not read when β = 0).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_stream_k_fixup(
+    ws: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    ldc: u32,
+    ctas: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let tile = gpu::block_idx_x();
+    let tiles_n = n.div_ceil(TILE.1);
+    let kt = k.div_ceil(BK) as u64;
+    let total = m.div_ceil(TILE.0) as u64 * tiles_n as u64 * kt;
+    let (lo, hi) = (
+        owner(tile as u64 * kt, ctas, total),
+        owner((tile as u64 + 1) * kt - 1, ctas, total),
+    );
+    if lo == hi {
+        return;
+    }
+    let (row0, col0) = ((tile / tiles_n) * TILE.0, (tile % tiles_n) * TILE.1);
+    let t = gpu::thread_idx_x();
+    // Each thread four consecutive floats of a slot row, 16 times down the tile.
+    let mut e = 0;
+    while e < SLOT / (4 * FIXUP_THREADS) {
+        let idx = (e * FIXUP_THREADS + t) * 4;
+        let (r, col) = (idx / TILE.1, idx % TILE.1);
+        let mut sum = [0.0f32; 4];
+        let mut blk = lo;
+        while blk <= hi {
+            // Slot 0 if the tile is where block `blk` starts, else its last (slot 1).
+            let first_tile = start(blk, ctas, total) / kt;
+            let slot = 2 * blk + (first_tile != tile as u64) as u32;
+            let v = gpu::ld_global_nc_f32x4(ws.add((slot * SLOT + idx) as usize));
+            let mut q = 0;
+            while q < 4 {
+                sum[q] += v[q];
+                q += 1;
+            }
+            blk += 1;
+        }
+        let mut q = 0;
+        while q < 4 {
+            epilogue(
+                c,
+                ldc,
+                m,
+                n,
+                row0 + r,
+                col0 + col + q as u32,
+                sum[q],
+                alpha,
+                beta,
+            );
+            q += 1;
+        }
+        e += 1;
+    }
+}
+
+crate::entry_points! {
+    pub const SYMBOLS;
+    fn sgemm_nt_stream_k(at_: *const f32, b: *const f32, c: *mut f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    sgemm_nt_stream_k_f32 => (F32, F32, Any) [];
+}
+
+/// Registry record (a helper of the SGEMM dispatcher, which sizes its grid).
+pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+    family: crate::registry::Family::Gemm,
+    name: "nt_stream_k",
+    block: (THREADS, 1, 1),
+    launch: crate::registry::Launch::Tiles {
+        tile: TILE,
+        halo_rows: 0,
+    },
+    shared_bytes_f32: SHARED_BYTES,
+    shared_bytes_f16: 0,
+    symbols: SYMBOLS,
+    about: "v11's NT pipeline, k-tiles shared evenly by a fixed grid (stream-K), parts to a workspace",
+    role: crate::registry::Role::Helper,
+    needs: crate::registry::Needs::ALIGN16,
+    bounds: Some((THREADS, 2)),
+    ..crate::registry::KernelInfo::BASE
+};
+
+/// The fix-up launch of [`INFO`]'s product.
+pub mod fixup {
+    crate::entry_points! {
+        pub const SYMBOLS;
+        fn sgemm_stream_k_fixup(ws: *const f32, c: *mut f32, m: u32, n: u32, k: u32, ldc: u32, ctas: u32, alpha: f32, beta: f32);
+        sgemm_stream_k_fixup_f32 => (F32, F32, Any) [];
+    }
+    use super::*;
+
+    /// Registry record (the dispatcher's second launch after [`super::INFO`]).
+    pub const INFO: crate::registry::KernelInfo = crate::registry::KernelInfo {
+        family: crate::registry::Family::Gemm,
+        name: "stream_k_fixup",
+        block: (FIXUP_THREADS, 1, 1),
+        symbols: SYMBOLS,
+        about: "adds a stream-K product's split tiles in block order, then alpha and beta",
+        role: crate::registry::Role::Helper,
+        ..crate::registry::KernelInfo::BASE
+    };
+}
