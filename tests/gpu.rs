@@ -767,10 +767,7 @@ fn dispatcher_runs_stream_k_on_views_at_any_offset() {
     let (la, lb, lc) = p.lens().unwrap();
     let a = gpu.upload(&vec![1.0f32; la + 1], "A").unwrap();
     let b = gpu.upload(&vec![0.5f32; lb + 1], "B").unwrap();
-    for (a, b) in [
-        (a.slice(1..), b.slice(1..)),
-        (a.slice(..la), b.slice(..lb)),
-    ] {
+    for (a, b) in [(a.slice(1..), b.slice(1..)), (a.slice(..la), b.slice(..lb))] {
         let mut c = gpu.upload(&vec![f32::NAN; lc], "C").unwrap();
         let ran = gemm::run(&gpu, &p, &a, &b, &mut c, &mut Scratch::default()).unwrap();
         assert!(ran.contains("stream_k"), "{ran}");

@@ -809,7 +809,7 @@ fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
 fn stream_k_bands_and_fixup_match_the_reference() {
     use rustile::gemm::stream_k::Plan;
     use rustile::gemm::{check_elements, GemmProblem};
-    use rustile_kernels::gemm::v17_nt_stream_k::{fixup, workspace_len, INFO};
+    use rustile_kernels::gemm::v17_nt_stream_k::{fixup, workspace_len, FIXUP_SPLIT, INFO};
     use rustile_kernels::gemm::{pad::transpose, v11_nt_pipeline};
     let sim = Simulator::default();
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
@@ -854,7 +854,14 @@ fn stream_k_bands_and_fixup_match_the_reference() {
             block: transpose::BLOCK,
             shared_bytes: transpose::SHARED_BYTES,
         };
-        let args = [da.addr(), dt.addr(), m as u64, k as u64, lda as u64, ld_t as u64];
+        let args = [
+            da.addr(),
+            dt.addr(),
+            m as u64,
+            k as u64,
+            lda as u64,
+            ld_t as u64,
+        ];
         sim.launch("transpose_pad", transpose::SYMBOLS[0].sim, &tp, &args)
             .unwrap();
         // Aᵀ, zero in the padding columns.
@@ -904,7 +911,11 @@ fn stream_k_bands_and_fixup_match_the_reference() {
         sim.launch("stream_k", INFO.symbols[0].sim, &sk, &args)
             .unwrap();
         let fx = SimLaunch {
-            grid: (((m - r0).div_ceil(128) * n.div_ceil(128)) as u32, 1, 1),
+            grid: (
+                ((m - r0).div_ceil(128) * n.div_ceil(128)) as u32,
+                FIXUP_SPLIT,
+                1,
+            ),
             block: fixup::INFO.block,
             shared_bytes: 0,
         };
@@ -933,17 +944,38 @@ fn stream_k_plans_the_part_empty_waves() {
     use rustile::gemm::stream_k::{plan_with, Plan};
     use rustile::gemm::GemmProblem;
     let plan = |m, n, k| plan_with(&GemmProblem::new(m, n, k), 132, None);
-    assert_eq!(plan(1531, 1531, 1531), Some(Plan { dp_rows: 0, ctas: 264 }));
-    assert_eq!(plan(2999, 3001, 2997), Some(Plan { dp_rows: 22, ctas: 264 }));
+    assert_eq!(
+        plan(1531, 1531, 1531),
+        Some(Plan {
+            dp_rows: 0,
+            ctas: 264
+        })
+    );
+    assert_eq!(
+        plan(2999, 3001, 2997),
+        Some(Plan {
+            dp_rows: 22,
+            ctas: 264
+        })
+    );
     assert_eq!(plan(4096, 4096, 4096), None);
     assert_eq!(plan(8192, 8192, 8192), None);
     // A tiny product: at least 4 k-tiles per block.
-    assert_eq!(plan(100, 100, 64), Some(Plan { dp_rows: 0, ctas: 1 }));
+    assert_eq!(
+        plan(100, 100, 64),
+        Some(Plan {
+            dp_rows: 0,
+            ctas: 1
+        })
+    );
     // The override: off, or a forced grid (never more blocks than k-tiles).
     let p = GemmProblem::new(4096, 4096, 4096);
     assert_eq!(plan_with(&p, 132, Some(None)), None);
     assert_eq!(
         plan_with(&p, 132, Some(Some(100))),
-        Some(Plan { dp_rows: 24, ctas: 100 })
+        Some(Plan {
+            dp_rows: 24,
+            ctas: 100
+        })
     );
 }

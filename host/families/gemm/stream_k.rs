@@ -226,10 +226,11 @@ pub(crate) fn run(
         Arg::F32(alpha),
         Arg::F32(beta),
     ];
-    let fx = LaunchPlan::new(fix, &fix.symbols[0], (tiles as u64, 1, 1), args);
+    let grid = (tiles as u64, v17_nt_stream_k::FIXUP_SPLIT as u64, 1);
+    let fx = LaunchPlan::new(fix, &fix.symbols[0], grid, args);
     // SAFETY: `sgemm_stream_k_fixup(ws, c, m, n, k, ldc, ctas, α, β)`: the same band, workspace
     // and `ctas` as the launch before it on this stream; one block per tile of the band; the
-    // kernel writes only inside m × n at pitch ldc.
+    // kernel writes only inside m × n at pitch ldc; grid y = FIXUP_SPLIT runs of each tile.
     unsafe { fx.launch_on(gpu, stream) }
 }
 
