@@ -757,11 +757,11 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
 fn dispatcher_runs_stream_k_on_views_at_any_offset() {
     use rustile::gemm::{self, stream_k, GemmProblem, Scratch};
     let gpu = gpu();
-    // 70 tiles of 128 × 128 on the SMs: stream-K, whose Aᵀ is rewritten and whose B is copied
-    // 16 bytes at a time — padded here, as the view starts 4 bytes past its allocation.
+    // 144 tiles of 128 × 128, one part-full wave: stream-K, whose Aᵀ is rewritten and whose B
+    // is copied 16 bytes at a time — padded here, as the view starts 4 bytes past its allocation.
     let p = GemmProblem {
-        ldb: 1236,
-        ..GemmProblem::new(777, 1234, 555)
+        ldb: 1532,
+        ..GemmProblem::new(1531, 1531, 555)
     };
     assert!(stream_k::plan(&p, gpu.info().sm_count).is_some());
     let (la, lb, lc) = p.lens().unwrap();

@@ -960,12 +960,21 @@ fn stream_k_plans_the_part_empty_waves() {
     );
     assert_eq!(plan(4096, 4096, 4096), None);
     assert_eq!(plan(8192, 8192, 8192), None);
-    // A tiny product: at least 4 k-tiles per block.
+    // Fewer tiles than SMs keep the earlier paths; forced, at most one block per k-tile.
+    assert_eq!(plan(777, 1234, 555), None);
     assert_eq!(
-        plan(100, 100, 64),
+        plan_with(&GemmProblem::new(100, 100, 64), 132, Some(Some(264))),
         Some(Plan {
             dp_rows: 0,
-            ctas: 1
+            ctas: 4
+        })
+    );
+    // Few k-tiles: at least 4 per block.
+    assert_eq!(
+        plan(1531, 1531, 64),
+        Some(Plan {
+            dp_rows: 0,
+            ctas: 144
         })
     );
     // The override: off, or a forced grid (never more blocks than k-tiles).

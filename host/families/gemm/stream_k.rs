@@ -67,7 +67,10 @@ fn env_override() -> Option<Option<u32>> {
 }
 
 /// The stream-K plan for `p` on `sm_count` SMs, or `None` where the plain NT pipeline's waves
-/// are full enough ([`PLAIN_EFFICIENCY`]) or K is 0. Whole waves of tiles, rounded down to
+/// are full enough ([`PLAIN_EFFICIENCY`]), where its tiles are fewer than the SMs, or K is 0.
+/// Fewer tiles than SMs (777 × 1234 × 555: 70; 1000³: 64; 768³: 36) measured slower with
+/// stream-K than with the small tile or the k-group ring (session 14, run 1: 97 / 111 / 96 µs
+/// against 56 / 73 / 54), so those keep the earlier paths. Whole waves of tiles, rounded down to
 /// whole rows of tiles, run plainly; the rest is shared by `min(2·SMs, k-tiles / 4)` blocks.
 /// Examples on 132 SMs: 1531³ (144 tiles, 0.55 of one wave) all stream-K on 264 blocks;
 /// 2999 × 3001 × 2997 (576 tiles: two full waves and 18 %) 22 rows plain, 2 rows stream-K.
@@ -91,7 +94,7 @@ pub fn plan_with(p: &GemmProblem, sm_count: u32, force: Option<Option<u32>>) -> 
     let slots = (BLOCKS_PER_SM * sm_count.max(1)) as usize;
     let waves = tiles.div_ceil(slots);
     let efficiency = tiles as f64 / (waves * slots) as f64;
-    if forced.is_none() && efficiency >= PLAIN_EFFICIENCY {
+    if forced.is_none() && (efficiency >= PLAIN_EFFICIENCY || tiles < sm_count.max(1) as usize) {
         return None;
     }
     let dp_rows = (tiles / slots * slots) / cols;
