@@ -74,7 +74,9 @@ pub fn skinny(p: &GemmProblem) -> Option<&'static KernelInfo> {
 ///   first: 777×1234×555 56 µs against 98, 1531³ 310 against 321.
 ///
 /// Aligned products with enough 64 × 64 tiles keep the 128 × 64 k-group ring, which is faster
-/// per FLOP (1000³: 74 µs against the small tile's 81).
+/// per FLOP (1000³: 74 µs against the small tile's 81). [`run`] takes [`stream_k::plan`]
+/// before the unsplit case here, so that one runs where stream-K does not (fewer 128 × 128
+/// tiles than SMs: 777 × 1234 × 555; or stream-K turned off).
 pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
     let sms = sm_count.max(1) as usize;
     let tiles128 = p.m.div_ceil(128) * p.n.div_ceil(128);
@@ -218,7 +220,11 @@ fn launch_split_k(
 }
 
 /// The dispatcher. A [`skinny`] shape (M or N ≤ 4, K ≤ 16) runs its memory-bound kernel on
-/// the caller's operands. For a dense A with M a multiple of 4 on a grid that fills the GPU it
+/// the caller's operands; a small one split over K the small tile ([`small_tile`]). Where the
+/// NT pipeline's 128 × 128 tiles are at least the SMs but fill their last wave under 90 %
+/// ([`stream_k::plan`]: 1531³, 2999 × 3001 × 2997, 2176³), at any pitch: Aᵀ written at a
+/// padded pitch, B padded if it must be, the plain NT pipeline on whole waves and stream-K on
+/// the rows below. For a dense A with M a multiple of 4 on a grid that fills the GPU it
 /// transposes A with rustile's transpose and runs the `cp.async` NT pipeline (v11: 0.90–0.92×
 /// cuBLAS at 4096³–8192³, transpose included). Otherwise it pads A and/or B into scratch
 /// buffers when their rows are not 16-byte multiples (two memory-bound passes), then runs
