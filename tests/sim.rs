@@ -816,10 +816,10 @@ fn stream_k_bands_and_fixup_match_the_reference() {
     let cases = [
         // (m, n, k, lda, ldb, ldc, dp_rows, ctas)
         (301, 250, 83, 85, 252, 251, 1, 7),
-        (301, 250, 83, 83, 252, 250, 0, 1),
+        (301, 250, 83, 83, 252, 250, 0, 6), // a block per tile, each whole
         (130, 129, 40, 41, 132, 133, 0, 12), // 4 tiles × 3 k-tiles: one k-tile per block
         (257, 131, 200, 203, 132, 131, 2, 3), // the band is one partial row of tiles
-        (129, 260, 333, 333, 260, 260, 0, 5),
+        (129, 260, 333, 333, 260, 260, 0, 9),
     ];
     for (m, n, k, lda, ldb, ldc, dp_rows, ctas) in cases {
         let p = GemmProblem {
@@ -977,14 +977,14 @@ fn stream_k_plans_the_part_empty_waves() {
             ctas: 144
         })
     );
-    // The override: off, or a forced grid (never more blocks than k-tiles).
+    // The override: off, or a forced grid (at least the band's tiles, at most its k-tiles).
     let p = GemmProblem::new(4096, 4096, 4096);
     assert_eq!(plan_with(&p, 132, Some(None)), None);
     assert_eq!(
         plan_with(&p, 132, Some(Some(100))),
         Some(Plan {
             dp_rows: 24,
-            ctas: 100
+            ctas: 256 // at least one block per tile of the band (8 rows × 32)
         })
     );
 }

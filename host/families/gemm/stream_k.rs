@@ -97,13 +97,21 @@ pub fn plan_with(p: &GemmProblem, sm_count: u32, force: Option<Option<u32>>) -> 
     if forced.is_none() && (efficiency >= PLAIN_EFFICIENCY || tiles < sm_count.max(1) as usize) {
         return None;
     }
-    let dp_rows = (tiles / slots * slots) / cols;
     let kt = p.k.div_ceil(v11_nt_pipeline::BK as usize) as u64;
+    if (tiles as u64).saturating_mul(kt) > u32::MAX as u64 {
+        return None; // the kernel counts k-tiles in 32 bits
+    }
+    let dp_rows = (tiles / slots * slots) / cols;
     let iters = ((rows - dp_rows) * cols) as u64 * kt;
+    // The kernel's blocks span at most two tiles: at least one block per tile of the band.
+    let band_tiles = ((rows - dp_rows) * cols) as u64;
     let ctas = match forced {
-        Some(c) => (c as u64).min(iters),
-        None => (slots as u64).min(iters / MIN_ITERS_PER_CTA).max(1),
+        Some(c) => (c as u64).clamp(band_tiles, iters),
+        None => (slots as u64).min(iters / MIN_ITERS_PER_CTA),
     };
+    if ctas < band_tiles {
+        return None;
+    }
     Some(Plan {
         dp_rows,
         ctas: ctas as u32,

@@ -5,16 +5,18 @@
 //! blocks the GPU holds at once (264 on 132 SMs, two per SM), the last wave runs part-empty:
 //! 1531³ has 144 tiles — one wave in which 12 SMs run two tiles and 120 run one; 2999 × 3001
 //! has 576 — two full waves and one 18 % full. Here the host launches `ctas` blocks (at most
-//! what fits at once) and block `c` takes k-tiles `⌊c·T/ctas⌋ .. ⌊(c+1)·T/ctas⌋` of the
-//! product's `T = tiles · ⌈K/BK⌉`, tile-major: a run of whole tiles, with a part of a tile at
-//! either end. A whole tile goes to C through the epilogue. A part goes, raw, to the block's
-//! workspace slot — slot 0 for its first tile, 1 for its last — and [`fixup`] (a second launch)
-//! adds a split tile's parts in block order (deterministic), then applies α and β.
+//! what fits at once, and at least the tiles) and block `c` takes k-tiles
+//! `⌊c·T/ctas⌋ .. ⌊(c+1)·T/ctas⌋` of the product's `T = tiles · ⌈K/BK⌉`, tile-major: at most
+//! one tile's worth, so the end of one tile and the start of the next. Each part goes, raw, to
+//! the block's workspace slot — slot 0 for the tile it starts in, 1 for the next — and
+//! [`fixup`] (a second launch) adds each tile's parts in block order (deterministic), then
+//! applies α and β. (A whole-tile epilogue in this kernel left sm_80's ptxas 4 bytes of spill
+//! under the 128-register cap that two blocks per SM need; the fix-up does every tile instead.)
 //!
 //! The host runs the stream-K launch on the rows that do not fill whole waves (a row band of
 //! C, A and C offset) after a plain `v11` launch on the rest: "data-parallel + stream-K".
 //! Contract: as `v11` (`a` is Aᵀ, `lda`, `ldb` multiples of 4, 16-byte aligned), plus a
-//! workspace of `2 · ctas · 128 · 128` floats and `1 ≤ ctas ≤ T`.
+//! workspace of `2 · ctas · 128 · 128` floats and `tiles ≤ ctas ≤ T < 2³²`.
 
 use super::v08_warptile::{THREADS, TILE};
 use super::v11_nt_pipeline::{lane_pos, nt_tile, BK, SHARED_BYTES};
@@ -29,17 +31,18 @@ pub const fn workspace_len(ctas: u32) -> usize {
     2 * ctas as usize * SLOT as usize
 }
 
-/// First k-tile of block `c` of `ctas` over `total` k-tiles.
+/// First k-tile of block `c` of `ctas` over `total` k-tiles (the host keeps `total` under
+/// 2³²: 32-bit iteration state leaves the registers for two blocks per SM without spills).
 #[inline(always)]
-pub fn start(c: u32, ctas: u32, total: u64) -> u64 {
-    c as u64 * total / ctas as u64
+pub fn start(c: u32, ctas: u32, total: u32) -> u32 {
+    (c as u64 * total as u64 / ctas as u64) as u32
 }
 
 /// The block of `ctas` whose k-tiles hold k-tile `i` of `total` (the largest `c` with
 /// `start(c) ≤ i`).
 #[inline(always)]
-pub fn owner(i: u64, ctas: u32, total: u64) -> u32 {
-    (((i + 1) * ctas as u64 - 1) / total) as u32
+pub fn owner(i: u32, ctas: u32, total: u32) -> u32 {
+    (((i as u64 + 1) * ctas as u64 - 1) / total as u64) as u32
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -58,49 +61,28 @@ unsafe fn sgemm_nt_stream_k(
     alpha: f32,
     beta: f32,
 ) {
-    let (cta, ctas) = (gpu::block_idx_x(), gpu::grid_dim_x());
+    // C, its pitch, α and β are the fix-up's: this launch keeps v11's argument list (and its
+    // checks on the host) but writes only the workspace.
+    let _ = (c, ldc, alpha, beta);
     let tiles_n = n.div_ceil(TILE.1);
-    let kt = k.div_ceil(BK) as u64;
-    let total = m.div_ceil(TILE.0) as u64 * tiles_n as u64 * kt;
-    let (first, end) = (start(cta, ctas, total), start(cta + 1, ctas, total));
-    let mut it = first;
-    while it < end {
-        let tile = it / kt;
-        let k0 = it - tile * kt;
-        let k1 = if end - tile * kt < kt {
-            end - tile * kt
-        } else {
-            kt
-        };
-        let tile = tile as u32;
-        let (row0, col0) = ((tile / tiles_n) * TILE.0, (tile % tiles_n) * TILE.1);
-        let k_hi = (k1 as u32 * BK).min(k);
-        let acc = nt_tile(at_, b, m, n, k0 as u32 * BK, k_hi, lda, ldb, row0, col0);
-        if k0 == 0 && k1 == kt {
-            let mut i = 0;
-            while i < 8 {
-                let mut j = 0;
-                while j < 8 {
-                    let (r, col) = lane_pos(i as u32, j as u32);
-                    epilogue(
-                        c,
-                        ldc,
-                        m,
-                        n,
-                        row0 + r,
-                        col0 + col,
-                        acc[i][j],
-                        alpha,
-                        beta,
-                    );
-                    j += 1;
-                }
-                i += 1;
-            }
-        } else {
-            // A part: the raw sums to this block's slot, four floats at a time.
-            let slot = 2 * cta + (it != first) as u32;
-            let w = ws.add(slot as usize * SLOT as usize);
+    let kt = k.div_ceil(BK);
+    let total = m.div_ceil(TILE.0) * tiles_n * kt;
+    // A block's k-tiles span at most two tiles (`ctas ≥ tiles`): segment 0 in the tile it
+    // starts in, segment 1 in the next. Everything but `seg` is recomputed from a fresh block
+    // index per segment, so that nothing else stays live across `nt_tile`'s 64 accumulators
+    // (two blocks per SM cap a thread at 128 registers).
+    let mut seg = 0;
+    while seg < 2 {
+        let (cta, ctas) = (gpu::block_idx_x_fresh(), gpu::grid_dim_x());
+        let (first, end) = (start(cta, ctas, total), start(cta + 1, ctas, total));
+        let tile = first / kt + seg;
+        let k0 = first.max(tile * kt) - tile * kt;
+        let k1 = end.saturating_sub(tile * kt).min(kt);
+        if k0 < k1 {
+            let (row0, col0) = ((tile / tiles_n) * TILE.0, (tile % tiles_n) * TILE.1);
+            let acc = nt_tile(at_, b, m, n, k0 * BK, (k1 * BK).min(k), lda, ldb, row0, col0);
+            // The raw sums to the segment's slot, four floats at a time.
+            let w = ws.add((2 * gpu::block_idx_x_fresh() + seg) as usize * SLOT as usize);
             let mut i = 0;
             while i < 8 {
                 let mut j = 0;
@@ -116,7 +98,7 @@ unsafe fn sgemm_nt_stream_k(
                 i += 1;
             }
         }
-        it = tile as u64 * kt + k1;
+        seg += 1;
     }
 }
 
@@ -127,9 +109,8 @@ pub const FIXUP_THREADS: u32 = 256;
 /// runs, was latency-bound: ~30 µs for 1531³'s 144 tiles).
 pub const FIXUP_SPLIT: u32 = SLOT / (4 * FIXUP_THREADS);
 
-/// The second launch: grid `(tiles, FIXUP_SPLIT)`. A tile one block computed whole is already
-/// in C; a split one is the sum, in block order, of its parts in the workspace slots, then
-/// `C = α·sum + β·C` inside `m × n` (C not read when β = 0).
+/// The second launch: grid `(tiles, FIXUP_SPLIT)`. Each tile is the sum, in block order, of its
+/// parts in the workspace slots, then `C = α·sum + β·C` inside `m × n` (C not read when β = 0).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn sgemm_stream_k_fixup(
@@ -145,15 +126,9 @@ unsafe fn sgemm_stream_k_fixup(
 ) {
     let tile = gpu::block_idx_x();
     let tiles_n = n.div_ceil(TILE.1);
-    let kt = k.div_ceil(BK) as u64;
-    let total = m.div_ceil(TILE.0) as u64 * tiles_n as u64 * kt;
-    let (lo, hi) = (
-        owner(tile as u64 * kt, ctas, total),
-        owner((tile as u64 + 1) * kt - 1, ctas, total),
-    );
-    if lo == hi {
-        return;
-    }
+    let kt = k.div_ceil(BK);
+    let total = m.div_ceil(TILE.0) * tiles_n * kt;
+    let (lo, hi) = (owner(tile * kt, ctas, total), owner((tile + 1) * kt - 1, ctas, total));
     let (row0, col0) = ((tile / tiles_n) * TILE.0, (tile % tiles_n) * TILE.1);
     let idx = (gpu::block_idx_y() * FIXUP_THREADS + gpu::thread_idx_x()) * 4;
     let (r, col) = (idx / TILE.1, idx % TILE.1);
@@ -163,9 +138,8 @@ unsafe fn sgemm_stream_k_fixup(
     let mut sum = [0.0f32; 4];
     let mut blk = lo;
     while blk <= hi {
-        // Slot 0 if the tile is where block `blk` starts, else its last (slot 1).
-        let first_tile = start(blk, ctas, total) / kt;
-        let slot = 2 * blk + (first_tile != tile as u64) as u32;
+        // Slot 0 if the tile is the one block `blk` starts in, else slot 1 (see the kernel).
+        let slot = 2 * blk + (start(blk, ctas, total) / kt != tile) as u32;
         let v = gpu::ld_global_nc_f32x4(ws.add(slot as usize * SLOT as usize + idx as usize));
         let mut q = 0;
         while q < 4 {

@@ -134,6 +134,32 @@ special_register! {
     lane_id => "%laneid", LaneId;
 }
 
+/// `blockIdx.x`, read anew at every call: the `asm` is not `pure`, so the compiler may neither
+/// merge two reads nor hoist one out of a loop. A kernel that recomputes a value from it after a
+/// register-hungry stretch (a tile's main loop) keeps that value out of the registers in
+/// between, instead of holding it live.
+#[inline(always)]
+pub fn block_idx_x_fresh() -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: reading a special register has no side effects (the asm is merely not
+        // declared pure, to keep each read where it is written).
+        unsafe {
+            core::arch::asm!(
+                "mov.u32 {v}, %ctaid.x;",
+                v = out(reg32) v,
+                options(nomem, nostack, preserves_flags)
+            );
+        }
+        v
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::current().special(Special::CtaidX)
+    }
+}
+
 /// An element that kernels move: stored and loaded by bit pattern, so `f16` kernels use `u16`.
 pub trait Elem: Copy + Default {
     /// Size in bytes.
