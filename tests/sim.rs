@@ -906,8 +906,16 @@ fn stream_k_bands_and_fixup_match_the_reference() {
             block: INFO.block,
             shared_bytes: INFO.shared_bytes_f32,
         };
-        let mut args = vec![a_low, db.addr(), c_low, ws.addr()];
-        args.extend(scalars(m - r0));
+        let args = [
+            a_low,
+            db.addr(),
+            ws.addr(),
+            (m - r0) as u64,
+            n as u64,
+            k as u64,
+            ld_t as u64,
+            ldb as u64,
+        ];
         sim.launch("stream_k", INFO.symbols[0].sim, &sk, &args)
             .unwrap();
         let fx = SimLaunch {

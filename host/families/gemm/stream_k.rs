@@ -18,7 +18,7 @@ use crate::launch::{Arg, LaunchPlan};
 
 use super::GemmProblem;
 
-/// Blocks of the NT pipeline (and of the stream-K kernel) resident per SM: 125 registers ×
+/// Blocks of the NT pipeline (and of the stream-K kernel) resident per SM: 128 registers ×
 /// 256 threads and 50 KiB of ring each.
 pub const BLOCKS_PER_SM: u32 = 2;
 
@@ -102,9 +102,9 @@ pub fn plan_with(p: &GemmProblem, sm_count: u32, force: Option<Option<u32>>) -> 
         return None; // the kernel counts k-tiles in 32 bits
     }
     let dp_rows = (tiles / slots * slots) / cols;
-    let iters = ((rows - dp_rows) * cols) as u64 * kt;
     // The kernel's blocks span at most two tiles: at least one block per tile of the band.
     let band_tiles = ((rows - dp_rows) * cols) as u64;
+    let iters = band_tiles * kt;
     let ctas = match forced {
         Some(c) => (c as u64).clamp(band_tiles, iters),
         None => (slots as u64).min(iters / MIN_ITERS_PER_CTA),
@@ -207,22 +207,18 @@ pub(crate) fn run(
     let args = vec![
         Arg::Ptr(a_low.ptr()),
         Arg::Ptr(b.ptr()),
-        Arg::Ptr(c_low.ptr()),
         Arg::Ptr(w_ptr),
         Arg::U32(m),
         Arg::U32(n),
         Arg::U32(k),
         Arg::U32(lda),
         Arg::U32(ldb),
-        Arg::U32(ldc),
-        Arg::F32(alpha),
-        Arg::F32(beta),
     ];
     let sk = LaunchPlan::new(kernel, &kernel.symbols[0], (plan.ctas as u64, 1, 1), args);
-    // SAFETY: `sgemm_nt_stream_k(at, b, c, ws, m, n, k, lda, ldb, ldc, α, β)`: `check` proved
-    // the Aᵀ band (k rows of pitch lda from column r0), B and the C band, their alignment and
-    // pitches (multiples of 4); the workspace holds 2 · ctas tiles; 1 ≤ ctas ≤ the band's
-    // k-tiles (the plan), so every block has work and its slots are its own.
+    // SAFETY: `sgemm_nt_stream_k(at, b, ws, m, n, k, lda, ldb)`: `check` proved the Aᵀ band
+    // (k rows of pitch lda from column r0) and B, their alignment and pitches (multiples of 4);
+    // the workspace holds 2 · ctas tiles; the band's tiles ≤ ctas ≤ its k-tiles (the plan), so
+    // every block has work, spans at most two tiles, and its two slots are its own.
     unsafe { sk.launch_on(gpu, stream) }?;
     let tiles = low.m.div_ceil(128) * low.n.div_ceil(128);
     let fix = &v17_nt_stream_k::fixup::INFO;

@@ -16,11 +16,12 @@
 //! The host runs the stream-K launch on the rows that do not fill whole waves (a row band of
 //! C, A and C offset) after a plain `v11` launch on the rest: "data-parallel + stream-K".
 //! Contract: as `v11` (`a` is Aᵀ, `lda`, `ldb` multiples of 4, 16-byte aligned), plus a
-//! workspace of `2 · ctas · 128 · 128` floats and `tiles ≤ ctas ≤ T < 2³²`.
+//! workspace of `2 · ctas · 128 · 128` floats and `tiles ≤ ctas ≤ T < 2³²`. This launch writes
+//! only the workspace; C, its pitch, α and β are the fix-up's arguments.
 
 use super::v08_warptile::{THREADS, TILE};
 use super::v11_nt_pipeline::{lane_pos, nt_tile, BK, SHARED_BYTES};
-use super::epilogue;
+use super::epilogue4;
 use crate::gpu;
 
 /// Floats of one workspace slot (a 128 × 128 tile, row-major).
@@ -50,20 +51,13 @@ pub fn owner(i: u32, ctas: u32, total: u32) -> u32 {
 unsafe fn sgemm_nt_stream_k(
     at_: *const f32,
     b: *const f32,
-    c: *mut f32,
     ws: *mut f32,
     m: u32,
     n: u32,
     k: u32,
     lda: u32,
     ldb: u32,
-    ldc: u32,
-    alpha: f32,
-    beta: f32,
 ) {
-    // C, its pitch, α and β are the fix-up's: this launch keeps v11's argument list (and its
-    // checks on the host) but writes only the workspace.
-    let _ = (c, ldc, alpha, beta);
     let tiles_n = n.div_ceil(TILE.1);
     let kt = k.div_ceil(BK);
     let total = m.div_ceil(TILE.0) * tiles_n * kt;
@@ -141,33 +135,17 @@ unsafe fn sgemm_stream_k_fixup(
         // Slot 0 if the tile is the one block `blk` starts in, else slot 1 (see the kernel).
         let slot = 2 * blk + (start(blk, ctas, total) / kt != tile) as u32;
         let v = gpu::ld_global_nc_f32x4(ws.add(slot as usize * SLOT as usize + idx as usize));
-        let mut q = 0;
-        while q < 4 {
+        crate::unroll!(4, q, {
             sum[q] += v[q];
-            q += 1;
-        }
+        });
         blk += 1;
     }
-    let mut q = 0;
-    while q < 4 {
-        epilogue(
-            c,
-            ldc,
-            m,
-            n,
-            row0 + r,
-            col0 + col + q as u32,
-            sum[q],
-            alpha,
-            beta,
-        );
-        q += 1;
-    }
+    epilogue4(c, ldc, m, n, row0 + r, col0 + col, sum, alpha, beta, false);
 }
 
 crate::entry_points! {
     pub const SYMBOLS;
-    fn sgemm_nt_stream_k(at_: *const f32, b: *const f32, c: *mut f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32, ldc: u32, alpha: f32, beta: f32);
+    fn sgemm_nt_stream_k(at_: *const f32, b: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, lda: u32, ldb: u32);
     sgemm_nt_stream_k_f32 => (F32, F32, Any) [];
 }
 
