@@ -800,6 +800,55 @@ fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
     }
 }
 
+/// The padding copy (`gemm::pad`) at odd widths and pitches, aligned and unaligned destination
+/// pitches, a grid shorter than the rows (the row stride): every element copied exactly, the
+/// extra columns zero, nothing read from a destination that starts poisoned.
+#[test]
+fn pad_copies_every_row_and_zero_fills_the_pitch() {
+    use rustile_kernels::gemm::pad::{BLOCK_X, INFO, SYMBOLS, VEC};
+    let sim = Simulator::default();
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
+    // (rows, cols, ld_src, ld_dst, grid_y)
+    let cases = [
+        (7, 1531, 1531, 1532, 7),
+        (5, 1021, 1023, 1024, 2),
+        (3, 1025, 1030, 1028, 3),
+        (4, 13, 13, 15, 4), // an odd destination pitch: per-element stores
+        (1, 1, 1, 4, 1),
+    ];
+    for (rows, cols, ld_src, ld_dst, gy) in cases {
+        let src: Vec<f32> = rustile::elem::random_vec((rows - 1) * ld_src + cols, &mut rng);
+        let ds = sim.alloc::<f32>(src.len(), "src").unwrap();
+        sim.write(&ds, &src).unwrap();
+        let dd = sim.alloc_uninit::<f32>(rows * ld_dst, "dst").unwrap();
+        let launch = SimLaunch {
+            grid: ((ld_dst as u32).div_ceil(BLOCK_X * VEC), gy, 1),
+            block: INFO.block,
+            shared_bytes: 0,
+        };
+        let args = [
+            ds.addr(),
+            dd.addr(),
+            rows as u64,
+            cols as u64,
+            ld_src as u64,
+            ld_dst as u64,
+        ];
+        sim.launch("pad", SYMBOLS[0].sim, &launch, &args).unwrap();
+        let got = sim.read(&dd).unwrap();
+        for r in 0..rows {
+            for c in 0..ld_dst {
+                let want = if c < cols { src[r * ld_src + c] } else { 0.0 };
+                assert_eq!(
+                    got[r * ld_dst + c].to_bits(),
+                    want.to_bits(),
+                    "[{r}][{c}] of {rows}×{cols} (ld {ld_src} → {ld_dst})"
+                );
+            }
+        }
+    }
+}
+
 /// The dispatcher's stream-K path, launch by launch in the simulator: A of any pitch written
 /// as Aᵀ at a pitch of a multiple of 4 (`gemm::pad::transpose`), the plain NT pipeline on the
 /// plan's top rows of tiles, the stream-K kernel on the rows below (its Aᵀ and C offset to the

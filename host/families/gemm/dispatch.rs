@@ -119,7 +119,7 @@ fn pad_into(
     use rustile_kernels::gemm::pad;
     let dst = reserve(gpu, slot, (rows * ld_dst).max(1), "padded SGEMM operand")?;
     let grid = (
-        (ld_dst as u32).div_ceil(pad::BLOCK_X) as u64,
+        (ld_dst as u32).div_ceil(pad::BLOCK_X * pad::VEC) as u64,
         (rows as u32).clamp(1, pad::MAX_GRID_Y) as u64,
         1,
     );
