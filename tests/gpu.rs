@@ -754,6 +754,56 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
 
 #[test]
 #[ignore = "needs a GPU"]
+fn dispatcher_runs_the_one_wave_tile_on_unaligned_views() {
+    use rustile::gemm::{self, GemmProblem, Scratch};
+    let gpu = gpu();
+    // 130 tiles of 64 × 128 for 132 SMs at pitches that are not 16-byte multiples (A 555, B
+    // 1235, C 1237): the any-pitch kernel on the caller's operands, views starting 4 bytes into
+    // their allocations too. Small integers, so every sum is exact in f32; α, β ≠ 1.
+    let p = GemmProblem {
+        ldb: 1235,
+        ldc: 1237,
+        alpha: 0.5,
+        beta: -2.0,
+        ..GemmProblem::new(777, 1234, 555)
+    };
+    assert!(gemm::rows_any(&p, 132));
+    let (la, lb, lc) = p.lens().unwrap();
+    let ha: Vec<f32> = (0..la + 1).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+    let hb: Vec<f32> = (0..lb + 1).map(|i| ((i * 5) % 9) as f32 - 4.0).collect();
+    let hc: Vec<f32> = (0..lc + 1).map(|i| (i % 13) as f32).collect();
+    let a = gpu.upload(&ha, "A").unwrap();
+    let b = gpu.upload(&hb, "B").unwrap();
+    for off in [1usize, 0] {
+        let mut c = gpu.upload(&hc, "C").unwrap();
+        let (av, bv) = (a.slice(off..off + la), b.slice(off..off + lb));
+        let mut cv = c.slice_mut(off..off + lc);
+        let ran = gemm::run(&gpu, &p, &av, &bv, &mut cv, &mut Scratch::default()).unwrap();
+        if gpu.info().sm_count == 132 {
+            assert_eq!(ran, "rows_any");
+        }
+        let got = gpu.download(&c, "C").unwrap();
+        for i in 0..p.m {
+            for j in 0..p.n {
+                let mut s = 0.0f64;
+                for q in 0..p.k {
+                    s += ha[off + i * p.lda + q] as f64 * hb[off + q * p.ldb + j] as f64;
+                }
+                let want = 0.5 * s - 2.0 * hc[off + i * p.ldc + j] as f64;
+                let g = got[off + i * p.ldc + j];
+                assert!(g as f64 == want, "off {off} ({i}, {j}): {g} != {want}");
+            }
+        }
+        // Nothing outside the view's m × n written (the pitch's gap columns and the ends).
+        for (idx, (&g, &h)) in got.iter().zip(&hc).enumerate() {
+            let inside = idx >= off && (idx - off) % p.ldc < p.n && idx - off < lc;
+            assert!(inside || g == h, "off {off}: wrote element {idx}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
 fn dispatcher_runs_stream_k_on_views_at_any_offset() {
     use rustile::gemm::{self, stream_k, GemmProblem, Scratch};
     let gpu = gpu();

@@ -166,7 +166,15 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
         (with(g(1500, 1001, 17), (17, 1001, 1003), 1.0, 0.0), "any"),
         (
             with(g(1531, 1531, 1531), (1531, 1531, 1533), 1.0, 0.5),
-            "kgroup_ring_kg1",
+            "nt_stream_k",
+        ),
+        (
+            with(g(777, 1234, 555), (555, 1235, 1237), 0.5, -2.0),
+            "rows_any",
+        ),
+        (
+            with(g(1000, 1000, 1000), (1001, 1000, 1000), 1.0, 0.0),
+            "rows_any",
         ),
         (with(g(1500, 1001, 16), (17, 1001, 1003), 1.0, 0.0), "outer"),
     ];
@@ -187,6 +195,20 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
             assert_eq!(chosen, want, "{}", p.shape());
         }
     }
+}
+
+#[test]
+fn one_wave_of_64_by_128_tiles_takes_the_any_pitch_kernel() {
+    let pick = |m, n, k| gemm::rows_any(&GemmProblem::new(m, n, k), 132);
+    // 130 and 128 tiles of 64 × 128 on 132 SMs, fewer 128 × 128 tiles than SMs.
+    assert!(pick(777, 1234, 555));
+    assert!(pick(1000, 1000, 1000));
+    // Under three quarters of the SMs (768³: 72), over one wave (1100²: 162), or enough
+    // 128 × 128 tiles for the NT pipeline and stream-K (1531³: 144).
+    assert!(!pick(768, 768, 768));
+    assert!(!pick(1100, 1100, 64));
+    assert!(!pick(1531, 1531, 1531));
+    assert!(!pick(777, 1234, 0));
 }
 
 #[test]

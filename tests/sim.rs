@@ -760,6 +760,52 @@ fn naive_sgemm_at_1x1xk_passes_on_every_seed() {
 }
 
 #[test]
+fn rows_any_at_odd_pitches_and_edges_matches_the_reference() {
+    use rustile::gemm::{check_elements, launch_on, GemmProblem};
+    use rustile_kernels::gemm::v18_rows_any::INFO;
+    let backend = Backend::Simulator(Simulator::default());
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed());
+    // Pitches that are not multiples of 4 (every copy a 4-byte one at odd addresses), M, N, K
+    // off the 64 × 128 × 16 tile (partial rows, columns and k-tile; K under one k-tile; more
+    // k-tiles than the ring's stages), aligned pitches too, β = 0 with C poisoned.
+    for (m, n, k, lda, ldb, ldc, beta) in [
+        (
+            70usize, 133usize, 53usize, 55usize, 135usize, 137usize, -0.5f32,
+        ),
+        (64, 128, 48, 48, 128, 128, 0.25),
+        (1, 1, 1, 1, 1, 1, 2.0),
+        (129, 5, 7, 9, 6, 5, 0.0),
+        (65, 250, 100, 101, 251, 250, 0.0),
+    ] {
+        let p = GemmProblem {
+            alpha: 1.5,
+            beta,
+            lda,
+            ldb,
+            ldc,
+            ..GemmProblem::new(m, n, k)
+        };
+        let (la, lb, lc) = p.lens().unwrap();
+        let a: Vec<f32> = rustile::elem::random_vec(la, &mut rng);
+        let b: Vec<f32> = rustile::elem::random_vec(lb, &mut rng);
+        let c0: Vec<f32> = if beta == 0.0 {
+            vec![f32::NAN; lc]
+        } else {
+            rustile::elem::random_vec(lc, &mut rng)
+        };
+        let (da, db) = (
+            backend.upload(&a, "A").unwrap(),
+            backend.upload(&b, "B").unwrap(),
+        );
+        let mut dc = backend.upload(&c0, "C").unwrap();
+        launch_on(&backend, &INFO, &p, &da, &db, &mut dc).unwrap();
+        let got = backend.download(&dc, "C").unwrap();
+        check_elements("rows_any", &p, &a, &b, &c0, &got)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.shape()));
+    }
+}
+
+#[test]
 fn small_tile_split_over_k_at_odd_pitches_matches_the_reference() {
     use rustile::gemm::{check_elements, GemmProblem};
     use rustile_kernels::gemm::v16_small_tile::{INFO, SYMBOLS, THREADS};

@@ -3,7 +3,7 @@
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use rustile_kernels::gemm::{
     v05_blocktile_2d, v08_warptile, v11_nt_pipeline, v12_kgroup_ring, v13_gemv_rows, v14_small_m,
-    v15_outer, v16_small_tile,
+    v15_outer, v16_small_tile, v18_rows_any,
 };
 use rustile_kernels::registry::KernelInfo;
 
@@ -93,6 +93,19 @@ pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
     let q = p.aligned();
     let padded = q.lda != p.lda || q.ldb != p.ldb;
     (splits > 1 || padded).then_some(splits as u32)
+}
+
+/// Whether [`run`] gives `p` to the one-wave 64 × 128 kernel on the caller's operands at any
+/// pitch ([`v18_rows_any`]: no padding or transpose launch): where the 128 × 128 tiles are
+/// fewer than the SMs (so no stream-K plan) and the 64 × 128 tiles fill between three quarters
+/// of the SMs and all of them in one wave — 777 × 1234 × 555 (130 tiles on 132 SMs), 1000³
+/// (128).
+pub fn rows_any(p: &GemmProblem, sm_count: u32) -> bool {
+    let sms = sm_count.max(1) as usize;
+    let tiles128 = p.m.div_ceil(128) * p.n.div_ceil(128);
+    let (tm, tn) = v18_rows_any::TILE;
+    let tiles = p.m.div_ceil(tm as usize) * p.n.div_ceil(tn as usize);
+    p.k > 0 && tiles128 < sms && tiles <= sms && 4 * tiles >= 3 * sms
 }
 
 /// M or N at most this is a [`skinny`] product.
@@ -271,6 +284,12 @@ pub fn run(
         Range::new(pb, lens_b, stream),
     );
     let mut c = Range::new(pc, lens_c, stream);
+    // One wave of 64 × 128 tiles on the caller's operands (any pitch).
+    if rows_any(p, sm_count) {
+        let kernel = &v18_rows_any::INFO;
+        launch(gpu, kernel, p, &a, &b, &mut c)?;
+        return Ok(kernel.name);
+    }
     // Small products: one launch on the caller's operands (any pitch), split over K where even
     // 64 × 64 tiles leave SMs idle.
     let small = small_tile(p, sm_count);

@@ -33,6 +33,7 @@ pub mod v14_small_m;
 pub mod v15_outer;
 pub mod v16_small_tile;
 pub mod v17_nt_stream_k;
+pub mod v18_rows_any;
 
 /// The family.
 pub const FAMILY: crate::registry::Family = crate::registry::Family {
@@ -57,6 +58,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v14_small_m::INFO,
     &v15_outer::INFO,
     &v16_small_tile::INFO,
+    &v18_rows_any::INFO,
     &pad::INFO,
     &pad::transpose::INFO,
     &v17_nt_stream_k::INFO,
@@ -68,6 +70,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v08_warptile::experiments::INFO_DB16_ASYNC,
     &v12_kgroup_ring::experiments::INFO_KG1,
     &v12_kgroup_ring::experiments::INFO_KG4,
+    &v18_rows_any::experiments::INFO_KG1,
 ];
 
 use crate::gpu::{self, Elem};

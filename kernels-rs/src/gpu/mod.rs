@@ -689,6 +689,35 @@ pub unsafe fn cp_async_16_zfill(dst: u32, src: *const Vec16, src_bytes: u32) {
     );
 }
 
+/// `cp.async.ca.shared.global` of one 4-byte element with a source size: copies the float at
+/// global `src` to shared `dst` when `src_bytes` is 4, writes a zero when it is 0. The copy for
+/// operands of any pitch (a row-major A transposed into shared memory as it lands, rows that
+/// are not 16-byte multiples); 4-byte copies go through L1 (`.ca`: `.cg` takes only 16).
+/// Completes like [`cp_async_16`].
+///
+/// # Safety
+/// `dst` 4 bytes of the launch's shared memory, 4-byte aligned; `src` 4-byte aligned, readable
+/// global memory that no thread of this launch writes when `src_bytes` is 4, and an address
+/// inside a global allocation even when it is 0 (kernels pass the tensor's base).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn cp_async_4_zfill(dst: u32, src: *const f32, src_bytes: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    core::arch::asm!(
+        "cp.async.ca.shared.global [{d}], [{s}], 4, {n};",
+        d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+        options(nostack, preserves_flags)
+    );
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::current().cp_async_zfill(
+        dst,
+        src as u64,
+        4,
+        src_bytes as usize,
+        core::panic::Location::caller(),
+    );
+}
+
 /// `cp.async.commit_group`: closes the group of this thread's copies started since the last
 /// commit.
 #[inline(always)]
