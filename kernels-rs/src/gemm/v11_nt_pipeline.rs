@@ -123,7 +123,7 @@ pub(crate) fn lane_pos_of(t: u32, i: u32, j: u32) -> (u32, u32) {
 }
 
 /// Shared bytes of the ring for a tile of `tm` rows (and [`TILE`]`.1` columns); one ring per
-/// k-group of [`nt_tile_with`].
+/// k-group of `nt_tile_with`.
 pub const fn shared_bytes(tm: u32) -> usize {
     (STAGES * (BK * (tm + PAD) + BK * TILE.1) * 4) as usize
 }

@@ -7,7 +7,7 @@
 //! small tile runs at a third of the FMA rate (4 × 4 per thread). Here a block owns a 64 × 128
 //! tile (777 × 1234 has 13 × 10 = 130: one wave on 132 SMs) with the NT pipeline's per-thread
 //! 8 × 8 block, 64 × 32 warp tiles and 3-stage `cp.async` ring
-//! ([`super::v11_nt_pipeline::nt_tile_with`]), and copies A row-major and B at any pitch float
+//! (`v11_nt_pipeline::nt_tile_with`), and copies A row-major and B at any pitch float
 //! by float: each 4-byte `cp.async` writes its float to its transposed place in the Aᵀ stage, so
 //! A is never transposed in memory, and unaligned rows need no padded copy. 24 copies per
 //! thread per k-tile against 1024 FMAs, their addresses one add each from pointers clamped
