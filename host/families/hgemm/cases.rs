@@ -124,7 +124,15 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
     let mut cases = validation_cases(quick);
     // The extra shapes run the selection and the tiles only.
     let first_extra = cases.len();
-    for (m, n, k) in [(16, 2048, 4096), (64, 2048, 3000), (3000, 32, 2048), (512, 512, 512)] {
+    for (m, n, k) in [
+        (16, 2048, 4096),
+        (64, 2048, 3000),
+        (3000, 32, 2048),
+        (512, 512, 512),
+        // Two or three 128 × 128 tiles per block of the persistent grid, a short K with a tail:
+        // the ping-pong tile's alternation between its consumers.
+        (4100, 1100, 200),
+    ] {
         for b in [BLayout::RowMajor, BLayout::Transposed] {
             cases.push((Problem::new(DType::F16, m, n, k).with_b(b), false));
             let mut p = Problem::new(DType::Bf16, m, n, k).with_b(b);

@@ -186,6 +186,13 @@ pub struct WsTile {
     pub cut: u32,
 }
 
+/// Whether the 128 × 128 tile runs with ping-pong consumers (`wgmma_pp`: each consumer warpgroup
+/// computes whole tiles, one's epilogue under the other's `wgmma`s): `RUSTILE_HGEMM_PINGPONG=1`,
+/// an experiment (session 17), off by default.
+pub fn pingpong() -> bool {
+    std::env::var("RUSTILE_HGEMM_PINGPONG").is_ok_and(|v| v == "1")
+}
+
 /// Most segments a tile is cut into (the fix-up reads the others' partial sums in order).
 pub const MAX_CUT: u32 = 8;
 
@@ -209,6 +216,9 @@ impl WsTile {
     /// The registry record of the tile ([`Error::Usage`] for a tile that is not built).
     pub fn info(self) -> Result<&'static KernelInfo> {
         use rustile_kernels::hgemm::v03_wgmma_ws::TILES;
+        if (self.rows, self.width) == (128, 128) && pingpong() {
+            return Ok(&rustile_kernels::hgemm::v03_wgmma_ws::INFO_PP);
+        }
         TILES
             .into_iter()
             .find(|k| matches!(k.launch, rustile_kernels::registry::Launch::Persistent { tile } if tile == (self.rows, self.width)))
@@ -266,6 +276,11 @@ impl WsTile {
         }
         if self.cut == 1 {
             return Ok(());
+        }
+        if self.info()?.name == "wgmma_pp" {
+            return Err(unsupported(
+                "the ping-pong tile cannot cut tiles (RUSTILE_HGEMM_PINGPONG=1)".to_owned(),
+            ));
         }
         if !rustile_kernels::hgemm::v03_wgmma_ws::can_cut(self.consumer_width()) {
             return Err(unsupported(format!(

@@ -183,6 +183,17 @@ ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, 64, 128
     hgemm_wgmma_ws_m64_n128_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
 ]);
 
+ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, 128, 128, 2, [
+    hgemm_wgmma_pp_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
+    hgemm_wgmma_pp_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
+    hgemm_wgmma_pp_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
+    hgemm_wgmma_pp_bf16_f32_bn => (Bf16, F32, Bn, N128Bf16, OutF32, 1);
+    hgemm_wgmma_pp_f16_f16_bt => (F16, F16, Bt, N128F16, OutF16, 0);
+    hgemm_wgmma_pp_f16_f32_bt => (F16, F32, Bt, N128F16, OutF32, 0);
+    hgemm_wgmma_pp_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
+    hgemm_wgmma_pp_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
+]);
+
 /// The tiles: 128 rows, narrowest first, then 64 rows (consumers splitting the columns).
 pub const TILES: [&crate::registry::KernelInfo; 5] =
     [&INFO_N64, &INFO_N128, &INFO, &INFO_M64_N128, &INFO_M64];
@@ -217,9 +228,9 @@ mod device {
 
     impl<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32> WsGemm<T, O, TRANS_B, SPLIT> {
         /// Tile rows: 128 (consumers split the rows) or 64 (they split the columns).
-        const ROWS: u32 = if SPLIT != 0 { 64 } else { BM };
+        const ROWS: u32 = if SPLIT == 1 { 64 } else { BM };
         /// Tile columns: BN, or 2·BN when the consumers split them.
-        const COLS: u32 = if SPLIT != 0 { 2 * T::BN } else { T::BN };
+        const COLS: u32 = if SPLIT == 1 { 2 * T::BN } else { T::BN };
         /// Bytes of A per stage.
         const A_BYTES: u32 = Self::ROWS * BK * 2;
 
@@ -230,10 +241,22 @@ mod device {
             let tid = gpu::thread_idx_x();
             let (warp, lane) = ((tid / 32) % 4, tid % 32);
             let (g, q) = (lane / 4, lane % 4);
-            if SPLIT != 0 {
+            if SPLIT == 1 {
                 (tm * 64 + warp * 16 + g, tn * Self::COLS + half * T::BN + 2 * q)
             } else {
                 (tm * BM + half * 64 + warp * 16 + g, tn * T::BN + 2 * q)
+            }
+        }
+
+        /// The `wgmma` descriptor of k16 step `kk` of the stage's B at `sb`: K-major rows of
+        /// 128 bytes, or (row-major B) N-major 64-column boxes 8 KiB apart, 16 k-rows of 128
+        /// bytes per step.
+        #[inline(always)]
+        fn b_desc(sb: u32, kk: u32) -> u64 {
+            if TRANS_B == 0 {
+                hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128)
+            } else {
+                hopper::matrix_descriptor(sb + kk * 16 * 128, BN_BOX.0 * BK * 2, 1024, hopper::Swizzle::B128)
             }
         }
 
@@ -287,7 +310,7 @@ mod device {
             // Consumer `half` takes rows 64·half .. 64·half + 64 of the tile, or (SPLIT) its
             // columns BN·half .. BN·half + BN: BN K-major rows of 128 bytes, or BN/64 N-major
             // boxes of 8 KiB — BN·128 bytes into the stage's B either way.
-            let (sa, sb) = if SPLIT != 0 {
+            let (sa, sb) = if SPLIT == 1 {
                 (stage, stage + Self::A_BYTES + half * (T::BN * BK * 2))
             } else {
                 (stage + half * (64 * BK * 2), stage + Self::A_BYTES)
@@ -300,18 +323,7 @@ mod device {
                 // 32 bytes inside the 128-byte row: `|` says it cannot carry, so each step is one
                 // `or` into the descriptor.
                 let da = hopper::matrix_descriptor(sa | kk * 32, 16, 1024, hopper::Swizzle::B128);
-                let db = if TRANS_B == 0 {
-                    hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128)
-                } else {
-                    // N-major: 16 k-rows of 128 bytes per step; 64-column boxes 8 KiB apart.
-                    hopper::matrix_descriptor(
-                        sb + kk * 16 * 128,
-                        BN_BOX.0 * BK * 2,
-                        1024,
-                        hopper::Swizzle::B128,
-                    )
-                };
-                T::mma::<TRANS_B>(acc, da, db, (!first || kk > 0) as u32);
+                T::mma::<TRANS_B>(acc, da, Self::b_desc(sb, kk), (!first || kk > 0) as u32);
                 kk += 1;
             }
             hopper::wgmma_commit();
@@ -358,12 +370,81 @@ mod device {
         }
     }
 
+    /// The GEMM with **ping-pong consumers** ([`ws::run_pingpong`]): each consumer warpgroup
+    /// computes whole 128 × BN tiles, as two 64-row accumulator sets sharing each k-step's B
+    /// descriptor, so one consumer's epilogue runs under the other's `wgmma`s. The loads and
+    /// the epilogue are [`WsGemm`]'s (rows split, `SPLIT` = 0).
+    struct PpGemm<T, O: TcOut, const TRANS_B: u32>(WsGemm<T, O, TRANS_B, 0>);
+
+    impl<T: Width, O: TcOut, const TRANS_B: u32> WsKernel for PpGemm<T, O, TRANS_B> {
+        const STAGES: u32 = stages(BM, T::BN);
+        const STAGE_BYTES: u32 = stage_bytes(BM, T::BN);
+        const CONSUMERS: u32 = 2;
+        type Acc = [T::Acc; 2];
+        const ACC: [T::Acc; 2] = [T::ZERO; 2];
+
+        #[inline(always)]
+        unsafe fn prefetch(&self) {
+            self.0.prefetch()
+        }
+
+        #[inline(always)]
+        unsafe fn begin(&self, _acc: &mut [T::Acc; 2], _at: u32, _tile: (u32, u32), _c: u32, kb: u32) {
+            self.0.kb.set(kb);
+        }
+
+        #[inline(always)]
+        unsafe fn produce(&self, stage: u32, full: u32, tile: (u32, u32), kt: u32) {
+            self.0.produce(stage, full, tile, kt)
+        }
+
+        #[inline(always)]
+        unsafe fn consume(&self, acc: &mut [T::Acc; 2], stage: u32, _c: u32, kt: u32) {
+            let sa1 = stage + 64 * BK * 2; // the tile's second 64 rows of A
+            let sb = stage + BM * BK * 2;
+            let first = kt == self.0.kb.get();
+            hopper::wgmma_fence();
+            let mut kk = 0;
+            while kk < BK / 16 {
+                let db = WsGemm::<T, O, TRANS_B, 0>::b_desc(sb, kk);
+                let da0 = hopper::matrix_descriptor(stage | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                let da1 = hopper::matrix_descriptor(sa1 | kk * 32, 16, 1024, hopper::Swizzle::B128);
+                let scale = (!first || kk > 0) as u32;
+                T::mma::<TRANS_B>(&mut acc[0], da0, db, scale);
+                T::mma::<TRANS_B>(&mut acc[1], da1, db, scale);
+                kk += 1;
+            }
+            hopper::wgmma_commit();
+            T::wait::<1>(&mut acc[0]);
+            T::wait::<1>(&mut acc[1]);
+        }
+
+        #[inline(always)]
+        unsafe fn drain(&self, acc: &mut [T::Acc; 2]) {
+            T::wait::<0>(&mut acc[0]);
+            T::wait::<0>(&mut acc[1]);
+        }
+
+        #[inline(always)]
+        unsafe fn finish(&self, acc: &mut [T::Acc; 2], tile: (u32, u32), _c: u32) {
+            self.0.finish(&mut acc[0], tile, 0);
+            self.0.finish(&mut acc[1], tile, 1);
+        }
+
+        #[inline(always)]
+        unsafe fn finish_empty(&self, tile: (u32, u32), _c: u32) {
+            self.0.finish_empty(tile, 0);
+            self.0.finish_empty(tile, 1);
+        }
+    }
+
     /// The kernel. `maps`: the A tensor map at byte 0 and B's at byte 128, in global memory;
     /// `group`: tile rows per group of the tile order (≥ 1); `cut` ≤ 1: whole tiles, persistent
     /// over the launch's blocks; `cut` > 1 (BN ≤ 128 only): the launch has `tiles · cut` blocks,
     /// all resident, each a k-segment of one tile, and `ws` holds [`cut_words`] words (the
     /// flags zero). `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K). `SPLIT` = 1:
-    /// 64 × 2·BN tiles, the consumers splitting the columns (A's map has 64-row boxes).
+    /// 64 × 2·BN tiles, the consumers splitting the columns (A's map has 64-row boxes); 2: 128 ×
+    /// BN tiles, each computed by one consumer ([`PpGemm`], ping-pong; `cut` ignored).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32>(
@@ -381,20 +462,36 @@ mod device {
         group: u32,
         cut: u32,
     ) {
-        let cut = can_cut(T::BN) && cut > 1;
+        let cut = SPLIT != 2 && can_cut(T::BN) && cut > 1;
+        let epi = Epilogue {
+            c,
+            ldc,
+            m,
+            n,
+            alpha,
+            beta,
+            bias,
+            relu,
+        };
+        let k_tiles = k.div_ceil(BK);
+        if SPLIT == 2 {
+            let pp = PpGemm::<T, O, TRANS_B>(WsGemm {
+                map_a: maps,
+                map_b: maps.add(128),
+                epi,
+                kb: core::cell::Cell::new(0),
+                slots: core::ptr::null_mut(),
+                flags: core::ptr::null_mut(),
+                _t: core::marker::PhantomData,
+            });
+            let grid = TileGrid::new(m, n, BM, T::BN, group);
+            ws::run_pingpong::<_, PRODUCER_REGS, CONSUMER_REGS>(&pp, grid, k_tiles);
+            return;
+        }
         let gemm = WsGemm::<T, O, TRANS_B, SPLIT> {
             map_a: maps,
             map_b: maps.add(128),
-            epi: Epilogue {
-                c,
-                ldc,
-                m,
-                n,
-                alpha,
-                beta,
-                bias,
-                relu,
-            },
+            epi,
             kb: core::cell::Cell::new(0),
             slots: ws,
             flags: if cut {
@@ -412,9 +509,9 @@ mod device {
             group,
         );
         if cut {
-            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles);
         } else {
-            ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k.div_ceil(BK));
+            ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles);
         }
     }
 }
