@@ -176,6 +176,12 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
             with(g(1000, 1000, 1000), (1001, 1000, 1000), 1.0, 0.0),
             "rows_any",
         ),
+        (
+            with(g(999, 640, 777), (777, 641, 643), 1.0, 0.5),
+            "rows_any",
+        ),
+        (g(768, 768, 768), "rows_any"),
+        (g(704, 704, 704), "small_tile_split_k"),
         (with(g(1500, 1001, 16), (17, 1001, 1003), 1.0, 0.0), "outer"),
     ];
     let s = seed();
@@ -198,15 +204,22 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
 }
 
 #[test]
-fn one_wave_of_64_by_128_tiles_takes_the_any_pitch_kernel() {
+fn under_a_wave_of_128_by_128_tiles_takes_the_any_pitch_kernel() {
     let pick = |m, n, k| gemm::rows_any(&GemmProblem::new(m, n, k), 132);
-    // 130 and 128 tiles of 64 × 128 on 132 SMs, fewer 128 × 128 tiles than SMs.
+    // Fewer 128 × 128 tiles than SMs, at least as many 64 × 64 tiles (the small tile would
+    // not split K): 130, 128, 72, 91, 88, 80 and 162 tiles of 64 × 128.
     assert!(pick(777, 1234, 555));
     assert!(pick(1000, 1000, 1000));
-    // Under three quarters of the SMs (768³: 72), over one wave (1100²: 162), or enough
-    // 128 × 128 tiles for the NT pipeline and stream-K (1531³: 144).
-    assert!(!pick(768, 768, 768));
-    assert!(!pick(1100, 1100, 64));
+    assert!(pick(768, 768, 768));
+    assert!(pick(832, 832, 832));
+    assert!(pick(700, 900, 600));
+    assert!(pick(999, 640, 777));
+    assert!(pick(1100, 1100, 64));
+    // Fewer 64 × 64 tiles than SMs (the small tile's split-K: 704³ 121, 600 × 800 130), or
+    // enough 128 × 128 tiles for the NT pipeline and stream-K (1531³: 144), or K = 0.
+    assert!(!pick(704, 704, 704));
+    assert!(!pick(600, 800, 2048));
+    assert!(!pick(512, 512, 512));
     assert!(!pick(1531, 1531, 1531));
     assert!(!pick(777, 1234, 0));
 }

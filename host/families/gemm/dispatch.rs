@@ -95,17 +95,21 @@ pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
     (splits > 1 || padded).then_some(splits as u32)
 }
 
-/// Whether [`run`] gives `p` to the one-wave 64 × 128 kernel on the caller's operands at any
-/// pitch ([`v18_rows_any`]: no padding or transpose launch): where the 128 × 128 tiles are
-/// fewer than the SMs (so no stream-K plan) and the 64 × 128 tiles fill between three quarters
-/// of the SMs and all of them in one wave — 777 × 1234 × 555 (130 tiles on 132 SMs), 1000³
-/// (128).
+/// Whether [`run`] gives `p` to the 64 × 128 kernel on the caller's operands at any pitch
+/// ([`v18_rows_any`]: no padding or transpose launch): where the 128 × 128 tiles are fewer than
+/// the SMs (so no stream-K plan) and the 64 × 64 tiles are not (so [`small_tile`] would not split
+/// K). Measured (session 17, `bench-results/2026-12-06-h100-s17/run3`, H200; run2, H100) it
+/// beats the 128 × 64 k-group ring — the same number of tiles — everywhere there: 768³ 0.75×
+/// cuBLAS against 0.69, 832³ 0.80 / 0.73, 700 × 900 × 600 0.75 / 0.66, 384 × 1536 × 1024 0.67 /
+/// 0.62, 1000³ 1.00 / 0.84, and the small tile on unaligned rows (999 × 640 × 777: 0.72 / 0.52;
+/// 777 × 1234 × 555: 0.82 / 0.63). Where the 64 × 64 tiles are fewer than the SMs the small
+/// tile's split-K wins (704³ 0.83 against 0.62, 600 × 800 × 2048 0.89 against 0.57).
 pub fn rows_any(p: &GemmProblem, sm_count: u32) -> bool {
     let sms = sm_count.max(1) as usize;
     let tiles128 = p.m.div_ceil(128) * p.n.div_ceil(128);
-    let (tm, tn) = v18_rows_any::TILE;
-    let tiles = p.m.div_ceil(tm as usize) * p.n.div_ceil(tn as usize);
-    p.k > 0 && tiles128 < sms && tiles <= sms && 4 * tiles >= 3 * sms
+    let (tm, tn) = v16_small_tile::TILE;
+    let tiles64 = p.m.div_ceil(tm as usize) * p.n.div_ceil(tn as usize);
+    p.k > 0 && tiles128 < sms && tiles64 >= sms
 }
 
 /// M or N at most this is a [`skinny`] product.
@@ -284,7 +288,8 @@ pub fn run(
         Range::new(pb, lens_b, stream),
     );
     let mut c = Range::new(pc, lens_c, stream);
-    // One wave of 64 × 128 tiles on the caller's operands (any pitch).
+    // Under a wave of 128 × 128 tiles but enough 64 × 64 ones: 64 × 128 tiles on the caller's
+    // operands (any pitch).
     if rows_any(p, sm_count) {
         let kernel = &v18_rows_any::INFO;
         launch(gpu, kernel, p, &a, &b, &mut c)?;
