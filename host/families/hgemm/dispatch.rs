@@ -278,7 +278,7 @@ impl WsTile {
         if self.cut == 1 {
             return Ok(());
         }
-        if self.info()?.name == "wgmma_pp" {
+        if std::ptr::eq(self.info()?, &rustile_kernels::hgemm::v03_wgmma_ws::INFO_PP) {
             return Err(unsupported(
                 "the ping-pong tile cannot cut tiles (RUSTILE_HGEMM_PINGPONG=1)".to_owned(),
             ));

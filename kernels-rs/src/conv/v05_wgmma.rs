@@ -563,19 +563,16 @@ mod device {
                 let db = hopper::matrix_descriptor(sb | kk * 32, 16, 1024, hopper::Swizzle::B128);
                 let da0 = hopper::matrix_descriptor(stage | kk * 32, 16, 1024, hopper::Swizzle::B128);
                 let da1 = hopper::matrix_descriptor(sa1 | kk * 32, 16, 1024, hopper::Swizzle::B128);
-                T::mma::<0>(&mut acc[0], da0, db, 1);
-                T::mma::<0>(&mut acc[1], da1, db, 1);
+                T::mma_pair::<0>(acc, [da0, da1], db, 1);
                 kk += 1;
             }
             hopper::wgmma_commit();
-            T::wait::<1>(&mut acc[0]);
-            T::wait::<1>(&mut acc[1]);
+            T::wait_pair::<1>(acc);
         }
 
         #[inline(always)]
         unsafe fn drain(&self, acc: &mut [T::Acc; 2]) {
-            T::wait::<0>(&mut acc[0]);
-            T::wait::<0>(&mut acc[1]);
+            T::wait_pair::<0>(acc);
         }
 
         #[inline(always)]

@@ -409,20 +409,16 @@ mod device {
                 let db = WsGemm::<T, O, TRANS_B, 0>::b_desc(sb, kk);
                 let da0 = hopper::matrix_descriptor(stage | kk * 32, 16, 1024, hopper::Swizzle::B128);
                 let da1 = hopper::matrix_descriptor(sa1 | kk * 32, 16, 1024, hopper::Swizzle::B128);
-                let scale = (!first || kk > 0) as u32;
-                T::mma::<TRANS_B>(&mut acc[0], da0, db, scale);
-                T::mma::<TRANS_B>(&mut acc[1], da1, db, scale);
+                T::mma_pair::<TRANS_B>(acc, [da0, da1], db, (!first || kk > 0) as u32);
                 kk += 1;
             }
             hopper::wgmma_commit();
-            T::wait::<1>(&mut acc[0]);
-            T::wait::<1>(&mut acc[1]);
+            T::wait_pair::<1>(acc);
         }
 
         #[inline(always)]
         unsafe fn drain(&self, acc: &mut [T::Acc; 2]) {
-            T::wait::<0>(&mut acc[0]);
-            T::wait::<0>(&mut acc[1]);
+            T::wait_pair::<0>(acc);
         }
 
         #[inline(always)]

@@ -24,6 +24,24 @@ pub trait Width {
     unsafe fn mma<const TRANS_B: u32>(acc: &mut Self::Acc, da: u64, db: u64, scale_d: u32);
     /// `wgmma.wait_group PENDING` over the accumulators.
     fn wait<const PENDING: u32>(acc: &mut Self::Acc);
+    /// Ping-pong consumers' k16 step on a 128-row tile: the two 64-row slabs (A at `da[0]`,
+    /// `da[1]`) against the same B.
+    #[inline(always)]
+    unsafe fn mma_pair<const TRANS_B: u32>(
+        acc: &mut [Self::Acc; 2],
+        da: [u64; 2],
+        db: u64,
+        scale_d: u32,
+    ) {
+        Self::mma::<TRANS_B>(&mut acc[0], da[0], db, scale_d);
+        Self::mma::<TRANS_B>(&mut acc[1], da[1], db, scale_d);
+    }
+    /// [`Width::wait`] over both slabs of [`Width::mma_pair`].
+    #[inline(always)]
+    fn wait_pair<const PENDING: u32>(acc: &mut [Self::Acc; 2]) {
+        Self::wait::<PENDING>(&mut acc[0]);
+        Self::wait::<PENDING>(&mut acc[1]);
+    }
     /// Stores the accumulators of the rows at `row` (and `row + 8`) from column `col0`.
     unsafe fn store<O: TcOut>(acc: &Self::Acc, epi: &Epilogue<O>, row: u32, col0: u32);
     /// Writes the accumulators, after ReLU (`relu` non-zero) and rounding to `O`, into this
