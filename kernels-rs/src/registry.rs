@@ -184,6 +184,10 @@ pub struct Needs {
     pub tma: bool,
     /// Compiled only in the sm_90a flavour (`wgmma`, `setmaxnreg`, TMA): compute capability 9.0.
     pub sm90a: bool,
+    /// Blocks per cluster along x (1: no cluster). A clustered kernel is launched with
+    /// `cuLaunchKernelEx` and a cluster dimension of `(cluster, 1, 1)`; its grid is a multiple
+    /// of it.
+    pub cluster: u32,
 }
 
 impl Needs {
@@ -192,24 +196,35 @@ impl Needs {
         align: 1,
         tma: false,
         sm90a: false,
+        cluster: 1,
     };
     /// Hopper: `wgmma` and TMA, 16-byte-aligned operands and pitches.
     pub const HOPPER_TMA: Needs = Needs {
         align: 16,
         tma: true,
         sm90a: true,
+        cluster: 1,
     };
     /// The sm_90a flavour only, no operand requirement beyond natural alignment.
     pub const SM90A: Needs = Needs {
         align: 1,
         tma: false,
         sm90a: true,
+        cluster: 1,
+    };
+    /// [`Needs::HOPPER_TMA`], launched as clusters of two blocks (TMA multicast between them).
+    pub const HOPPER_TMA_PAIR: Needs = Needs {
+        align: 16,
+        tma: true,
+        sm90a: true,
+        cluster: 2,
     };
     /// 16-byte-aligned operands (vector or `cp.async` loads).
     pub const ALIGN16: Needs = Needs {
         align: 16,
         tma: false,
         sm90a: false,
+        cluster: 1,
     };
 }
 

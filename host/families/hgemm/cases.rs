@@ -103,8 +103,10 @@ pub fn variants_for(gpu: &Gpu) -> Vec<Variant> {
 pub type GpuRun = (usize, Problem, bool, Option<Variant>, Option<WsTile>);
 
 /// The `wgmma_ws` tiles every small case also runs on sm_90a, where [`WsTile::check`] allows
-/// them: the narrow widths whole, and cut into segments (even and uneven cuts).
-pub const TILE_CASES: [WsTile; 4] = [
+/// them: the wide tile (the clustered pair's under `RUSTILE_HGEMM_PAIR=1`, where a pair's second
+/// tile may lie below C), the narrow widths whole, and cut into segments (even and uneven cuts).
+pub const TILE_CASES: [WsTile; 5] = [
+    WsTile::WIDE,
     WsTile::whole(128, 128),
     WsTile { rows: 128, width: 64, cut: 3 },
     WsTile::whole(64, 256),

@@ -194,6 +194,13 @@ pub fn pingpong() -> bool {
     std::env::var("RUSTILE_HGEMM_PINGPONG").is_ok_and(|v| v == "1")
 }
 
+/// Whether the 128 × 256 tile runs as clustered pairs (`wgmma_pair`: two blocks of a cluster on
+/// vertically neighbouring tiles, each loading half of their shared B and multicasting it):
+/// `RUSTILE_HGEMM_PAIR=1`, an experiment (session 18, `notes/hgemm.md`).
+pub fn pair() -> bool {
+    std::env::var("RUSTILE_HGEMM_PAIR").is_ok_and(|v| v == "1")
+}
+
 /// Most segments a tile is cut into (the fix-up reads the others' partial sums in order).
 pub const MAX_CUT: u32 = 8;
 
@@ -219,6 +226,9 @@ impl WsTile {
         use rustile_kernels::hgemm::v03_wgmma_ws::TILES;
         if (self.rows, self.width) == (128, 128) && pingpong() {
             return Ok(&rustile_kernels::hgemm::v03_wgmma_ws::INFO_PP);
+        }
+        if (self.rows, self.width) == (128, 256) && pair() {
+            return Ok(&rustile_kernels::hgemm::v03_wgmma_ws::INFO_PAIR);
         }
         TILES
             .into_iter()

@@ -61,6 +61,10 @@ fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64, tile: WsTile) -> Result<C
     let (rows, width) = (tile.rows, tile.width);
     let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::a_box(rows))?;
     let map_b = match p.b {
+        // The clustered tile's blocks load half of B's rows each.
+        BLayout::Transposed if tile.info()?.needs.cluster > 1 => {
+            tensor_map_2d(p.ty, b, p.k, p.n, p.ldb, v03_wgmma_ws::bt_box_pair(width))?
+        }
         BLayout::Transposed => {
             tensor_map_2d(p.ty, b, p.k, p.n, p.ldb, v03_wgmma_ws::bt_box(width))?
         }
@@ -271,7 +275,7 @@ pub fn prepare_with(
         None => variant.kernel(tuning),
     };
     let (threads, shared) = (info.threads(), info.shared_bytes(p.ty));
-    let grid = match info.launch {
+    let mut grid = match info.launch {
         Launch::Persistent { .. } if tile.is_some_and(|t| t.cut > 1) => {
             (tile.map_or(1, |t| t.grid(p, sms, group)), 1)
         }
@@ -310,6 +314,26 @@ pub fn prepare_with(
         use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
         func.set_attribute(MAX_DYN, shared as i32)
             .during(|| format!("raising {symbol}'s dynamic shared memory to {shared} bytes"))?;
+    }
+    // A clustered tile: one cluster per pair of tiles (tiles of twice the rows), as many as
+    // the device holds at once.
+    let cluster = info.needs.cluster;
+    if let (Launch::Persistent { tile }, true) = (info.launch, cluster > 1) {
+        let fits = crate::launch::cluster::max_active_clusters(
+            &func,
+            stream,
+            (threads, 1, 1),
+            shared as u32,
+            cluster,
+        )?;
+        if fits == 0 {
+            return Err(Error::Resource {
+                kernel,
+                what: format!("no cluster of {cluster} blocks of {symbol} fits on the device"),
+            });
+        }
+        let pairs = TileGrid::new(p.m as u32, p.n as u32, cluster * tile.0, tile.1, group);
+        grid = (cluster * pairs.persistent_grid(fits.min(sms / cluster)), 1);
     }
     let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
     let maps = match tile {

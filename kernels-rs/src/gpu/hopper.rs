@@ -92,6 +92,109 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
     }
 }
 
+// --- Clusters (a pair of blocks sharing operands through TMA multicast) ---
+
+/// `%cluster_ctarank`: this block's rank in its cluster (0 without a cluster launch).
+#[inline(always)]
+pub fn cluster_ctarank() -> u32 {
+    let r: u32;
+    // SAFETY: reads a special register.
+    unsafe {
+        core::arch::asm!("mov.u32 {r}, %cluster_ctarank;", r = out(reg32) r,
+            options(pure, nomem, nostack, preserves_flags))
+    }
+    r
+}
+
+/// `%clusterid.x`: this block's cluster along x.
+#[inline(always)]
+pub fn cluster_id_x() -> u32 {
+    let r: u32;
+    // SAFETY: reads a special register.
+    unsafe {
+        core::arch::asm!("mov.u32 {r}, %clusterid.x;", r = out(reg32) r,
+            options(pure, nomem, nostack, preserves_flags))
+    }
+    r
+}
+
+/// `%nclusterid.x`: clusters in the launch along x.
+#[inline(always)]
+pub fn cluster_count_x() -> u32 {
+    let r: u32;
+    // SAFETY: reads a special register.
+    unsafe {
+        core::arch::asm!("mov.u32 {r}, %nclusterid.x;", r = out(reg32) r,
+            options(pure, nomem, nostack, preserves_flags))
+    }
+    r
+}
+
+/// Every thread of the cluster arrives (release) and waits (acquire): `barrier.cluster`, the
+/// non-`.aligned` form (threads may reach it from different branches). Every non-exited
+/// thread of every block of the cluster must call it the same number of times.
+#[inline(always)]
+pub fn cluster_sync() {
+    // SAFETY: a barrier; not `nomem`, it orders memory.
+    unsafe {
+        core::arch::asm!(
+            "barrier.cluster.arrive.release;",
+            "barrier.cluster.wait.acquire;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `mapa.shared::cluster`: the address of this block's shared-window address `addr` in the
+/// shared memory of block `rank` of the cluster (a `shared::cluster` address).
+#[inline(always)]
+pub fn map_shared_rank(addr: u32, rank: u32) -> u32 {
+    let r: u32;
+    // SAFETY: address arithmetic, no access.
+    unsafe {
+        core::arch::asm!("mapa.shared::cluster.u32 {r}, {a}, {k};",
+            r = out(reg32) r, a = in(reg32) addr, k = in(reg32) rank,
+            options(pure, nomem, nostack, preserves_flags))
+    }
+    r
+}
+
+/// One arrival on the barrier at `shared::cluster` address `bar` (this block's or another
+/// block's of the cluster, from [`map_shared_rank`]), with the default `.release.cta`
+/// semantics, as CUTLASS's cluster barriers arrive: a consumer giving a stage back to the other
+/// block's producer has retired its `wgmma` reads of the stage (`wgmma.wait_group`), and the
+/// producer's writes are TMA's; `.release.cluster` would cost a `MEMBAR.ALL.GPU` per arrival
+/// (it waits for the epilogue's stores) and the producer's `.acquire.cluster` an L1
+/// invalidation per wait (ptxas 13.0, sm_90a).
+///
+/// # Safety
+/// `bar` is an initialized barrier of a block of the cluster that has not exited.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_cluster(bar: u32) {
+    core::arch::asm!(
+        "mbarrier.arrive.shared::cluster.b64 _, [{b}];",
+        b = in(reg32) bar,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// [`tma_load_2d`] multicast: the box lands at `dst` in the shared memory of every block of the
+/// cluster whose rank is set in `mask`, and completes the transaction bytes of the barrier at
+/// `bar`'s offset in each of them.
+///
+/// # Safety
+/// As for [`tma_load_2d`], in every destination block: the slot free, the barrier initialized
+/// (and made visible to the cluster) and its phase expecting the bytes.
+#[inline(always)]
+pub unsafe fn tma_load_2d_multicast(dst: u32, map: *const u8, x: i32, y: i32, bar: u32, mask: u16) {
+    core::arch::asm!(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
+        d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar,
+        k = in(reg16) mask,
+        options(nostack, preserves_flags)
+    );
+}
+
 // --- Named barriers ---
 
 /// `barrier.sync id, threads`: waits at named barrier `id` (1..16; 0 is the block barrier)

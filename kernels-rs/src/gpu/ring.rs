@@ -235,4 +235,19 @@ impl TmaRing {
         let prev = (c.0 + self.stages - 1) % self.stages;
         super::hopper::mbarrier_arrive(self.empty + 8 * prev);
     }
+
+    /// [`TmaRing::release_prev`] for a pair of clustered blocks: the slot of stage `c − 1` is
+    /// given back to both blocks' producers (one arrival on each block's `empty` barrier), since
+    /// either may multicast into this block's copy of the slot.
+    ///
+    /// # Safety
+    /// Nothing of this consumer still reads that slot; both blocks of the cluster are running.
+    #[inline(always)]
+    pub unsafe fn release_prev_pair(&self, c: RingCursor) {
+        use super::hopper;
+        let prev = (c.0 + self.stages - 1) % self.stages;
+        let bar = self.empty + 8 * prev;
+        hopper::mbarrier_arrive_cluster(hopper::map_shared_rank(bar, 0));
+        hopper::mbarrier_arrive_cluster(hopper::map_shared_rank(bar, 1));
+    }
 }

@@ -45,6 +45,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v03_wgmma_ws::INFO_M64,
     &v03_wgmma_ws::INFO_M64_N128,
     &v03_wgmma_ws::INFO_PP,
+    &v03_wgmma_ws::INFO_PAIR,
     &peak::INFO_MMA,
     &peak::INFO_WGMMA,
 ];

@@ -100,7 +100,7 @@ pub const fn bt_box(bn: u32) -> (u32, u32) {
 pub const BN_BOX: (u32, u32) = (64, BK);
 
 macro_rules! ws_record {
-    ($info:ident, $syms:ident, $name:literal, $role:ident, $rows:literal, $cols:literal, $split:literal,
+    ($info:ident, $syms:ident, $name:literal, $role:ident, $needs:ident, $rows:literal, $cols:literal, $split:literal,
      [$($sym:ident => ($i:ident, $o:ident, $l:ident, $w:ident, $out:ident, $tb:literal);)+]) => {
         crate::entry_points! {
             pub const $syms;
@@ -113,7 +113,7 @@ macro_rules! ws_record {
             family: crate::registry::Family::Hgemm,
             name: $name,
             role: crate::registry::Role::$role,
-            needs: crate::registry::Needs::HOPPER_TMA,
+            needs: crate::registry::Needs::$needs,
             bounds: Some((THREADS, 1)),
             block: (THREADS, 1, 1),
             launch: crate::registry::Launch::Persistent { tile: ($rows, $cols) },
@@ -131,7 +131,7 @@ macro_rules! ws_record {
     };
 }
 
-ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, 128, 256, 0, [
+ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, HOPPER_TMA, 128, 256, 0, [
     hgemm_wgmma_ws_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
     hgemm_wgmma_ws_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
     hgemm_wgmma_ws_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
@@ -141,7 +141,7 @@ ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, 128, 256, 0, [
     hgemm_wgmma_ws_bf16_bf16_bt => (Bf16, Bf16, Bt, N256Bf16, OutBf16, 0);
     hgemm_wgmma_ws_bf16_f32_bt => (Bf16, F32, Bt, N256Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, 128, 128, 0, [
+ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, HOPPER_TMA, 128, 128, 0, [
     hgemm_wgmma_ws_n128_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_ws_n128_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_ws_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -151,7 +151,7 @@ ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, 128, 128, 0, [
     hgemm_wgmma_ws_n128_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
     hgemm_wgmma_ws_n128_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, 128, 64, 0, [
+ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, HOPPER_TMA, 128, 64, 0, [
     hgemm_wgmma_ws_n64_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
     hgemm_wgmma_ws_n64_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
     hgemm_wgmma_ws_n64_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
@@ -162,7 +162,7 @@ ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, 128, 64, 0, [
     hgemm_wgmma_ws_n64_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
 ]);
 
-ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, 64, 256, 1, [
+ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, HOPPER_TMA, 64, 256, 1, [
     hgemm_wgmma_ws_m64_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_ws_m64_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_ws_m64_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -172,7 +172,7 @@ ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, 64, 256, 1, [
     hgemm_wgmma_ws_m64_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
     hgemm_wgmma_ws_m64_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, 64, 128, 1, [
+ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, HOPPER_TMA, 64, 128, 1, [
     hgemm_wgmma_ws_m64_n128_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
     hgemm_wgmma_ws_m64_n128_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
     hgemm_wgmma_ws_m64_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
@@ -183,7 +183,7 @@ ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, 64, 128
     hgemm_wgmma_ws_m64_n128_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
 ]);
 
-ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, 128, 128, 2, [
+ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, HOPPER_TMA, 128, 128, 2, [
     hgemm_wgmma_pp_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_pp_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_pp_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -193,6 +193,23 @@ ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, 128, 128, 2, [
     hgemm_wgmma_pp_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
     hgemm_wgmma_pp_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
+
+ws_record!(INFO_PAIR, SYMBOLS_PAIR, "wgmma_pair", Tuning, HOPPER_TMA_PAIR, 128, 256, 3, [
+    hgemm_wgmma_pair_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
+    hgemm_wgmma_pair_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
+    hgemm_wgmma_pair_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
+    hgemm_wgmma_pair_bf16_f32_bn => (Bf16, F32, Bn, N256Bf16, OutF32, 1);
+    hgemm_wgmma_pair_f16_f16_bt => (F16, F16, Bt, N256F16, OutF16, 0);
+    hgemm_wgmma_pair_f16_f32_bt => (F16, F32, Bt, N256F16, OutF32, 0);
+    hgemm_wgmma_pair_bf16_bf16_bt => (Bf16, Bf16, Bt, N256Bf16, OutBf16, 0);
+    hgemm_wgmma_pair_bf16_f32_bt => (Bf16, F32, Bt, N256Bf16, OutF32, 0);
+]);
+
+/// The box of transposed B for the clustered tile of width `bn` ([`INFO_PAIR`]): each block of
+/// the pair loads half of the stage's B rows, 64 k × `bn / 2`.
+pub const fn bt_box_pair(bn: u32) -> (u32, u32) {
+    (BK, bn / 2)
+}
 
 /// The tiles: 128 rows, narrowest first, then 64 rows (consumers splitting the columns).
 pub const TILES: [&crate::registry::KernelInfo; 5] =
@@ -206,6 +223,7 @@ mod device {
     use crate::gpu::sched::TileGrid;
     use crate::gpu::{self, hopper};
     use crate::tc::width::Width;
+    use crate::tc::pair;
     use crate::tc::ws::{self, WsKernel};
     use crate::tc::{Epilogue, TcOut};
 
@@ -223,6 +241,8 @@ mod device {
         /// 64 · BN`; the flags follow the slots (null: whole tiles).
         slots: *mut f32,
         flags: *mut u32,
+        /// `SPLIT` = 3: this block's rank in its pair (which half of B it loads).
+        rank: u32,
         _t: core::marker::PhantomData<T>,
     }
 
@@ -293,7 +313,23 @@ mod device {
             let sb = stage + Self::A_BYTES; // (COLS, BK) or, row-major B, COLS/64 (BK, 64) boxes
             let kx = (kt * BK) as i32;
             hopper::tma_load_2d(sa, self.map_a, kx, (tm * Self::ROWS) as i32, full);
-            if TRANS_B == 0 {
+            if SPLIT == 3 {
+                // The pair shares B: this block loads half of it (rows of Bᵀ, or 64-column
+                // boxes of row-major B) into both blocks' slots.
+                let half = Self::COLS / 2;
+                let (off, n0) = (self.rank * half * BK * 2, tn * Self::COLS + self.rank * half);
+                if TRANS_B == 0 {
+                    hopper::tma_load_2d_multicast(sb + off, self.map_b, kx, n0 as i32, full, 0b11);
+                } else {
+                    let mut j = 0;
+                    while j < half / 64 {
+                        let at = sb + off + j * BN_BOX.0 * BK * 2;
+                        let nx = (n0 + 64 * j) as i32;
+                        hopper::tma_load_2d_multicast(at, self.map_b, nx, kx, full, 0b11);
+                        j += 1;
+                    }
+                }
+            } else if TRANS_B == 0 {
                 hopper::tma_load_2d(sb, self.map_b, kx, (tn * Self::COLS) as i32, full);
             } else {
                 let mut j = 0;
@@ -440,7 +476,9 @@ mod device {
     /// all resident, each a k-segment of one tile, and `ws` holds [`cut_words`] words (the
     /// flags zero). `TRANS_B` = 1: B row-major (K × N); 0: B transposed (N × K). `SPLIT` = 1:
     /// 64 × 2·BN tiles, the consumers splitting the columns (A's map has 64-row boxes); 2: 128 ×
-    /// BN tiles, each computed by one consumer ([`PpGemm`], ping-pong; `cut` ignored).
+    /// BN tiles, each computed by one consumer ([`PpGemm`], ping-pong; `cut` ignored); 3: 128 × BN
+    /// tiles in vertical pairs, one per cluster of two blocks sharing B by multicast
+    /// ([`pair::run_pair`]; `cut` ignored).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32>(
@@ -458,7 +496,7 @@ mod device {
         group: u32,
         cut: u32,
     ) {
-        let cut = SPLIT != 2 && can_cut(T::BN) && cut > 1;
+        let cut = SPLIT < 2 && can_cut(T::BN) && cut > 1;
         let epi = Epilogue {
             c,
             ldc,
@@ -478,6 +516,7 @@ mod device {
                 kb: core::cell::Cell::new(0),
                 slots: core::ptr::null_mut(),
                 flags: core::ptr::null_mut(),
+                rank: 0,
                 _t: core::marker::PhantomData,
             });
             let grid = TileGrid::new(m, n, BM, T::BN, group);
@@ -495,8 +534,15 @@ mod device {
             } else {
                 core::ptr::null_mut()
             },
+            rank: if SPLIT == 3 { hopper::cluster_ctarank() } else { 0 },
             _t: core::marker::PhantomData,
         };
+        if SPLIT == 3 {
+            // Pairs of 128-row tiles, one per cluster of two blocks.
+            let grid = TileGrid::new(m, n, 2 * BM, T::BN, group);
+            pair::run_pair::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles);
+            return;
+        }
         let grid = TileGrid::new(
             m,
             n,

@@ -8,11 +8,14 @@
 //!   stage loads as a hook (implicit-GEMM convolution);
 //! - `ws` (sm_90a only): the warp-specialized producer/consumer driver. It owns the TMA ring, the
 //!   barrier set-up, the register split and the persistent tile loop; a kernel supplies hooks;
+//! - `pair` (sm_90a only): the same driver over a 2-block cluster sharing B by TMA multicast;
 //! - `width` (sm_90a only): the `wgmma` tile widths (64, 128, 256) and their accumulator
 //!   stores, shared by the GEMM and the convolution.
 
 pub mod epilogue;
 pub mod mainloop;
+#[cfg(all(target_arch = "nvptx64", rustile_sm90a))]
+pub mod pair;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod soft;
 #[cfg(all(target_arch = "nvptx64", rustile_sm90a))]

@@ -7,6 +7,8 @@
 //! the GPU, cudarc's stream-ordering guards from `device_ptr`) alive until the launch is
 //! enqueued. That is why the GPU launch is `unsafe`.
 
+pub mod cluster;
+
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use rustile_kernels::registry::{Entry, KernelInfo};
 
@@ -125,6 +127,18 @@ impl<'k> LaunchPlan<'k> {
         cfg: LaunchConfig,
         stream: &CudaStream,
     ) -> Result<()> {
+        let clustered = self.kernel.needs.cluster;
+        if clustered > 1 {
+            if !cfg.grid_dim.0.is_multiple_of(clustered) {
+                return Err(Error::Usage(format!(
+                    "launch of {}: a grid of {} blocks is not a whole number of clusters of {clustered}",
+                    self.entry.symbol, cfg.grid_dim.0
+                )));
+            }
+            // SAFETY: the caller's contract; the grid is whole clusters (checked).
+            return unsafe { cluster::launch(f, stream, cfg, clustered, &self.args) }
+                .map_err(|e| e.context(|| format!("launching {}", self.entry.symbol)));
+        }
         let mut b = stream.launch_builder(f);
         for a in &self.args {
             match a {
