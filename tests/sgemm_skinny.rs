@@ -181,6 +181,8 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
             "rows_any",
         ),
         (g(768, 768, 768), "rows_any"),
+        (g(1100, 1100, 64), "small_tile"),
+        (with(g(1200, 1300, 96), (97, 1301, 1302), 1.0, 0.5), "small_tile"),
         (g(704, 704, 704), "small_tile_split_k"),
         (with(g(1500, 1001, 16), (17, 1001, 1003), 1.0, 0.0), "outer"),
     ];
@@ -207,14 +209,18 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
 fn under_a_wave_of_128_by_128_tiles_takes_the_any_pitch_kernel() {
     let pick = |m, n, k| gemm::rows_any(&GemmProblem::new(m, n, k), 132);
     // Fewer 128 × 128 tiles than SMs, at least as many 64 × 64 tiles (the small tile would
-    // not split K): 130, 128, 72, 91, 88, 80 and 162 tiles of 64 × 128.
+    // not split K), and at most one wave of its own 64 × 128 tiles: 130, 128, 72, 91, 88 and 80.
     assert!(pick(777, 1234, 555));
     assert!(pick(1000, 1000, 1000));
     assert!(pick(768, 768, 768));
     assert!(pick(832, 832, 832));
     assert!(pick(700, 900, 600));
     assert!(pick(999, 640, 777));
-    assert!(pick(1100, 1100, 64));
+    assert!(pick(1024, 1024, 64));
+    // Over a wave of 64 × 128 tiles (1100²: 162; 1200 × 1300: 209): the small tile instead.
+    assert!(!pick(1100, 1100, 64));
+    assert!(!pick(1100, 1100, 512));
+    assert!(!pick(1200, 1300, 96));
     // Fewer 64 × 64 tiles than SMs (the small tile's split-K: 704³ 121, 600 × 800 130), or
     // enough 128 × 128 tiles for the NT pipeline and stream-K (1531³: 144), or K = 0.
     assert!(!pick(704, 704, 704));
@@ -238,6 +244,10 @@ fn small_and_one_wave_and_a_bit_products_take_the_small_tile_in_one_launch() {
     // rows keep the k-group ring (measured faster at 1000³).
     assert_eq!(pick(777, 1234, 555), Some(1));
     assert_eq!(pick(1531, 1531, 1531), Some(1));
+    // Aligned, under a wave of 128 × 128 tiles but over one of rows_any's 64 × 128: unsplit.
+    assert_eq!(pick(1100, 1100, 64), Some(1));
+    assert_eq!(pick(1200, 1300, 96), Some(1));
+    assert_eq!(pick(1000, 1000, 1000), None);
     assert_eq!(pick(1000, 1000, 1000), None);
     assert_eq!(pick(1024, 1024, 1024), None);
     // A full wave of 128 × 128 tiles (not one and a bit): the 128-row kernels.
