@@ -182,7 +182,10 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
         ),
         (g(768, 768, 768), "rows_any"),
         (g(1100, 1100, 64), "small_tile"),
-        (with(g(1200, 1300, 96), (97, 1301, 1302), 1.0, 0.5), "small_tile"),
+        (
+            with(g(1200, 1300, 96), (97, 1301, 1302), 1.0, 0.5),
+            "small_tile",
+        ),
         (g(704, 704, 704), "small_tile_split_k"),
         (with(g(1500, 1001, 16), (17, 1001, 1003), 1.0, 0.0), "outer"),
     ];
