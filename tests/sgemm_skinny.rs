@@ -212,7 +212,8 @@ fn the_dispatcher_runs_skinny_shapes_within_float64_bounds_on_the_gpu() {
 fn under_a_wave_of_128_by_128_tiles_takes_the_any_pitch_kernel() {
     let pick = |m, n, k| gemm::rows_any(&GemmProblem::new(m, n, k), 132);
     // Fewer 128 × 128 tiles than SMs, at least as many 64 × 64 tiles (the small tile would
-    // not split K), and at most one wave of its own 64 × 128 tiles: 130, 128, 72, 91, 88 and 80.
+    // not split K), and its own 64 × 128 tiles in one wave (130, 128, 72, 91, 88, 80) or
+    // filling two to 80 % or more (1300²: 231 of 264, 1400²: 242).
     assert!(pick(777, 1234, 555));
     assert!(pick(1000, 1000, 1000));
     assert!(pick(768, 768, 768));
@@ -220,9 +221,13 @@ fn under_a_wave_of_128_by_128_tiles_takes_the_any_pitch_kernel() {
     assert!(pick(700, 900, 600));
     assert!(pick(999, 640, 777));
     assert!(pick(1024, 1024, 64));
-    // Over a wave of 64 × 128 tiles (1100²: 162; 1200 × 1300: 209): the small tile instead.
+    assert!(pick(1300, 1300, 700));
+    assert!(pick(1400, 1400, 1400));
+    // A second wave of 64 × 128 tiles filled under 80 % (1100² and 1152²: 162 of 264;
+    // 1200 × 1300: 209): the small tile instead.
     assert!(!pick(1100, 1100, 64));
     assert!(!pick(1100, 1100, 512));
+    assert!(!pick(1152, 1152, 1152));
     assert!(!pick(1200, 1300, 96));
     // Fewer 64 × 64 tiles than SMs (the small tile's split-K: 704³ 121, 600 × 800 130), or
     // enough 128 × 128 tiles for the NT pipeline and stream-K (1531³: 144), or K = 0.
@@ -247,10 +252,12 @@ fn small_and_one_wave_and_a_bit_products_take_the_small_tile_in_one_launch() {
     // rows keep the k-group ring (measured faster at 1000³).
     assert_eq!(pick(777, 1234, 555), Some(1));
     assert_eq!(pick(1531, 1531, 1531), Some(1));
-    // Aligned, under a wave of 128 × 128 tiles but over one of rows_any's 64 × 128: unsplit.
+    // Aligned, under a wave of 128 × 128 tiles, rows_any's second wave under 80 %: unsplit.
     assert_eq!(pick(1100, 1100, 64), Some(1));
+    assert_eq!(pick(1152, 1152, 1152), Some(1));
     assert_eq!(pick(1200, 1300, 96), Some(1));
     assert_eq!(pick(1000, 1000, 1000), None);
+    assert_eq!(pick(1400, 1400, 1400), None);
     assert_eq!(pick(1000, 1000, 1000), None);
     assert_eq!(pick(1024, 1024, 1024), None);
     // A full wave of 128 × 128 tiles (not one and a bit): the 128-row kernels.

@@ -75,8 +75,8 @@ pub fn skinny(p: &GemmProblem) -> Option<&'static KernelInfo> {
 ///
 /// Aligned products with enough 64 × 64 tiles keep the 128 × 64 k-group ring, which is faster
 /// per FLOP (1000³: 74 µs against the small tile's 81) — or [`rows_any`] — except those under a
-/// wave of 128 × 128 tiles and over one of rows_any's 64 × 128 (1100², 1200 × 1300), which
-/// take the small tile unsplit (session 18). [`run`] takes [`stream_k::plan`]
+/// wave of 128 × 128 tiles whose rows_any tiles fill a second wave under 80 % (1100², 1152²,
+/// 1200 × 1300), which take the small tile unsplit (session 18). [`run`] takes [`stream_k::plan`]
 /// before the unsplit case here, so that one runs where stream-K does not (fewer 128 × 128
 /// tiles than SMs: 777 × 1234 × 555; or stream-K turned off).
 pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
@@ -94,8 +94,9 @@ pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
     };
     let q = p.aligned();
     let padded = q.lda != p.lda || q.ldb != p.ldb;
-    // Under a wave of 128 × 128 tiles but over one of rows_any's 64 × 128 ([`rows_any`]).
-    let past_rows_any = tiles128 < sms && rows_any_tiles(p) > sms;
+    // Under a wave of 128 × 128 tiles, where rows_any's 64 × 128 tiles leave most of a second
+    // wave idle ([`rows_any`]).
+    let past_rows_any = tiles128 < sms && !rows_any_fills(p, sms);
     (splits > 1 || padded || past_rows_any).then_some(splits as u32)
 }
 
@@ -109,23 +110,27 @@ pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
 /// 777 × 1234 × 555: 0.82 / 0.63). Where the 64 × 64 tiles are fewer than the SMs the small
 /// tile's split-K wins (704³ 0.83 against 0.62, 600 × 800 × 2048 0.89 against 0.57).
 ///
-/// Only while its own 64 × 128 tiles fit in one wave: past it (1100², 162 tiles) the second
-/// wave is mostly idle, and the small tile's 64 × 64 tiles, unsplit, are faster at every K
-/// measured (session 18, `bench-results/2026-12-06-h200-s18/run1`, H200: 1100² × 64 0.96×
-/// cuBLAS against 0.71, × 128 0.94 / 0.74, × 256 0.88 / 0.75, × 512 0.78 / 0.68, 1200 × 1300 ×
-/// 96 0.87 / 0.80) — [`small_tile`] takes those, while within one wave rows_any stays ahead
-/// (1000² × 128–384 0.91–0.97 against 0.78–0.86, 768² × 128/256 0.93–0.94 / 0.79–0.85).
+/// Only while its own 64 × 128 tiles fill their waves to at least 80 % ([`rows_any_fills`]):
+/// where the second wave is mostly idle (1100², 162 tiles on 132 SMs: 61 %) the small tile's
+/// 64 × 64 tiles, unsplit, are faster at every K measured (session 18,
+/// `bench-results/2026-12-06-h200-s18/`: 1100² × 64 0.96–0.98× cuBLAS against 0.71, × 512 0.78
+/// / 0.68, × 2048 0.71 / 0.63, 1152³ 0.69 / 0.62, 1200 × 1300 × 96 (79 %) 0.87–0.88 / 0.80) —
+/// [`small_tile`] takes those; with fuller waves rows_any stays ahead (1300² × 700, 88 %: 0.79
+/// against 0.66; 1400³, 92 %: 0.86 / 0.70; in one wave 1000² × 128–384 0.91–0.97 against
+/// 0.78–0.86, 768² × 128/256 0.93–0.94 / 0.79–0.85).
 pub fn rows_any(p: &GemmProblem, sm_count: u32) -> bool {
     let sms = sm_count.max(1) as usize;
     let tiles128 = p.m.div_ceil(128) * p.n.div_ceil(128);
     let (tm, tn) = v16_small_tile::TILE;
     let tiles64 = p.m.div_ceil(tm as usize) * p.n.div_ceil(tn as usize);
-    p.k > 0 && tiles128 < sms && tiles64 >= sms && rows_any_tiles(p) <= sms
+    p.k > 0 && tiles128 < sms && tiles64 >= sms && rows_any_fills(p, sms)
 }
 
-/// Tiles of [`v18_rows_any`] (64 × 128) for `p`.
-fn rows_any_tiles(p: &GemmProblem) -> usize {
-    p.m.div_ceil(64) * p.n.div_ceil(128)
+/// Whether [`v18_rows_any`]'s 64 × 128 tiles of `p` fit one wave of `sms`, or fill their waves
+/// to at least 80 % (the small tile's per-FLOP rate against rows_any's: 0.78–0.81 at long K).
+fn rows_any_fills(p: &GemmProblem, sms: usize) -> bool {
+    let tiles = p.m.div_ceil(64) * p.n.div_ceil(128);
+    tiles <= sms || 5 * tiles >= 4 * tiles.div_ceil(sms) * sms
 }
 
 /// M or N at most this is a [`skinny`] product.
