@@ -2,12 +2,10 @@
 //! of a kernel the device holds at once (`cuOccupancyMaxActiveClusters`). cudarc's launch
 //! builder has no cluster attribute, so these go to the driver directly.
 
-use std::ffi::c_void;
-
 use cudarc::driver::sys;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
-use super::Arg;
+use super::{Arg, RawParams};
 use crate::error::{DriverContext, Result};
 
 /// The launch configuration with one attribute: clusters of `(cluster, 1, 1)` blocks. `attr`
@@ -89,17 +87,8 @@ pub unsafe fn launch(
     cluster: u32,
     args: &[Arg],
 ) -> Result<()> {
-    let mut wide: Vec<u64> = args.iter().map(|a| a.widened()).collect();
-    let mut narrow: Vec<u32> = args.iter().map(|a| a.widened() as u32).collect();
-    // Each parameter's address: 8-byte values from `wide`, 4-byte ones from `narrow`.
-    let mut params: Vec<*mut c_void> = args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| match a {
-            Arg::Ptr(_) | Arg::U64(_) => (&mut wide[i] as *mut u64).cast(),
-            Arg::U32(_) | Arg::F32(_) => (&mut narrow[i] as *mut u32).cast(),
-        })
-        .collect();
+    let mut values = RawParams::new(args);
+    let mut params = values.pointers();
     let mut attr = cluster_attr(cluster);
     let c = config(&cfg, stream, &mut attr);
     stream

@@ -42,6 +42,44 @@ impl Arg {
     }
 }
 
+/// Kernel parameters laid out for a raw driver launch (`cuLaunchKernel`, `cuLaunchKernelEx`):
+/// each argument's value at its declared width, and one pointer per parameter to it.
+pub(crate) struct RawParams {
+    wide: Vec<u64>,
+    narrow: Vec<u32>,
+    kinds: Vec<bool>,
+}
+
+impl RawParams {
+    /// The values of `args` (8-byte pointers and `u64`s, 4-byte `u32`s and `f32`s).
+    pub(crate) fn new(args: &[Arg]) -> Self {
+        Self {
+            wide: args.iter().map(|a| a.widened()).collect(),
+            narrow: args.iter().map(|a| a.widened() as u32).collect(),
+            kinds: args
+                .iter()
+                .map(|a| matches!(a, Arg::Ptr(_) | Arg::U64(_)))
+                .collect(),
+        }
+    }
+
+    /// One pointer per parameter, into `self` (valid while `self` is neither moved nor
+    /// dropped): the driver's `kernelParams`.
+    pub(crate) fn pointers(&mut self) -> Vec<*mut std::ffi::c_void> {
+        let (wide, narrow) = (self.wide.as_mut_ptr(), self.narrow.as_mut_ptr());
+        (0..self.kinds.len())
+            // SAFETY: `i` is within both vectors (one entry per argument).
+            .map(|i| unsafe {
+                if self.kinds[i] {
+                    wide.add(i).cast()
+                } else {
+                    narrow.add(i).cast()
+                }
+            })
+            .collect()
+    }
+}
+
 /// Everything one launch needs, built once by a family and run by any back end.
 #[derive(Clone, Debug)]
 pub struct LaunchPlan<'k> {
@@ -182,6 +220,31 @@ impl<'k> LaunchPlan<'k> {
             // SAFETY: the caller's contract.
             Backend::Gpu(gpu) => unsafe { self.launch_on(gpu, gpu.stream()) },
             Backend::Simulator(sim) => self.simulate(sim),
+        }
+    }
+}
+
+#[cfg(test)]
+mod raw_params_tests {
+    use super::{Arg, RawParams};
+
+    #[test]
+    fn each_parameter_points_at_its_value_at_its_width() {
+        let args = [
+            Arg::Ptr(0x1234_5678_9abc),
+            Arg::U32(7),
+            Arg::F32(-1.5),
+            Arg::U64(u64::MAX - 1),
+        ];
+        let mut raw = RawParams::new(&args);
+        let p = raw.pointers();
+        assert_eq!(p.len(), 4);
+        // SAFETY: each pointer points into `raw`, alive and unmoved, at the argument's width.
+        unsafe {
+            assert_eq!(*(p[0] as *const u64), 0x1234_5678_9abc);
+            assert_eq!(*(p[1] as *const u32), 7);
+            assert_eq!(*(p[2] as *const f32), -1.5);
+            assert_eq!(*(p[3] as *const u64), u64::MAX - 1);
         }
     }
 }

@@ -14,7 +14,7 @@ use cudarc::driver::CudaStream;
 
 use crate::error::{DriverContext, Error, Result};
 use crate::gpu::Gpu;
-use crate::launch::{Arg, LaunchPlan};
+use crate::launch::LaunchPlan;
 
 /// Bytes of the JIT's info and error logs.
 const LOG_BYTES: usize = 16 * 1024;
@@ -223,26 +223,8 @@ impl JitKernel {
                 self.symbol, plan.entry.symbol, plan.grid
             )));
         }
-        let mut words: Vec<u64> = plan.args.iter().map(|a| a.widened()).collect();
-        let mut narrow: Vec<u32> = plan
-            .args
-            .iter()
-            .map(|a| match *a {
-                Arg::U32(v) => v,
-                Arg::F32(v) => v.to_bits(),
-                _ => 0,
-            })
-            .collect();
-        // Each parameter's address: 8-byte values from `words`, 4-byte ones from `narrow`.
-        let mut params: Vec<*mut c_void> = plan
-            .args
-            .iter()
-            .enumerate()
-            .map(|(i, a)| match a {
-                Arg::Ptr(_) | Arg::U64(_) => (&mut words[i] as *mut u64).cast(),
-                Arg::U32(_) | Arg::F32(_) => (&mut narrow[i] as *mut u32).cast(),
-            })
-            .collect();
+        let mut values = crate::launch::RawParams::new(&plan.args);
+        let mut params = values.pointers();
         self.ctx
             .bind_to_thread()
             .during(|| "binding the context".into())?;
