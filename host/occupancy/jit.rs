@@ -208,7 +208,7 @@ impl JitKernel {
     /// function on `stream`.
     ///
     /// # Safety
-    /// As for [`LaunchPlan::launch_on`]: every [`Arg::Ptr`] a live allocation of `stream`'s
+    /// As for [`LaunchPlan::launch_on`]: every [`Arg::Ptr`](crate::launch::Arg::Ptr) a live allocation of `stream`'s
     /// context holding what the kernel touches for the plan's shape, its block the one the
     /// kernel is written for (or any, for a kernel that reads its block size), `plan.entry`
     /// this kernel's entry, and the dynamic shared bytes allowed ([`Self::allow_dynamic_shared`]).

@@ -110,7 +110,7 @@ pub fn small_tile(p: &GemmProblem, sm_count: u32) -> Option<u32> {
 /// 777 × 1234 × 555: 0.82 / 0.63). Where the 64 × 64 tiles are fewer than the SMs the small
 /// tile's split-K wins (704³ 0.83 against 0.62, 600 × 800 × 2048 0.89 against 0.57).
 ///
-/// Only while its own 64 × 128 tiles fill their waves to at least 80 % ([`rows_any_fills`]):
+/// Only while its own 64 × 128 tiles fill their waves to at least 80 %:
 /// where the second wave is mostly idle (1100², 162 tiles on 132 SMs: 61 %) the small tile's
 /// 64 × 64 tiles, unsplit, are faster at every K measured (session 18,
 /// `bench-results/2026-12-06-h200-s18/`: 1100² × 64 0.96–0.98× cuBLAS against 0.71, × 512 0.78
