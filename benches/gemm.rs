@@ -311,9 +311,9 @@ fn hgemm_group(bench: &mut Bench, gpu: Option<&Gpu>, blas: Option<&CudaBlas>, ty
                     let checked = hgemm::validate(gpu, variant, &p, false, 0xbe7c4)?;
                     let opts = hgemm::Options::variant(variant);
                     for j in 0..sets {
-                        let c = Out::Half(&mut s.c[j]);
+                        let mut c = Out::Half(&mut s.c[j]);
                         preps.push(hgemm::prepare_with(
-                            gpu, &opts, &p, &s.a[j], &s.b[j], &c, None,
+                            gpu, &opts, &p, &s.a[j], &s.b[j], &mut c, None,
                         )?);
                     }
                     if matches!(imp, HImp::Dispatch) {

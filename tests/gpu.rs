@@ -428,7 +428,7 @@ fn hgemm_bad_input_is_a_typed_error() {
     };
     let sm90a = gpu.flavour() == rustile::ptx::Flavour::Sm90a;
     for v in [Variant::MmaPipeline, Variant::WgmmaWs] {
-        let r = hgemm::prepare_with(&gpu, &never(v), &q, &a2, &b, &Out::Half(&mut c), None);
+        let r = hgemm::prepare_with(&gpu, &never(v), &q, &a2, &b, &mut Out::Half(&mut c), None);
         assert!(
             matches!(r, Err(Error::Unsupported { .. })),
             "{}: {:?}",
@@ -438,7 +438,8 @@ fn hgemm_bad_input_is_a_typed_error() {
         if v.needs_sm90a() && !sm90a {
             continue;
         }
-        let prep = hgemm::prepare(&gpu, Some(v), &q, &a2, &b, &Out::Half(&mut c), None).unwrap();
+        let prep =
+            hgemm::prepare(&gpu, Some(v), &q, &a2, &b, &mut Out::Half(&mut c), None).unwrap();
         assert_eq!(prep.padding().tag(), "A", "{}", v.name());
     }
     // A view at an odd address: TMA and cp.async need 16 bytes; without padding refused, with
@@ -450,7 +451,15 @@ fn hgemm_bad_input_is_a_typed_error() {
     } else {
         Variant::MmaPipeline
     };
-    let r = hgemm::prepare_with(&gpu, &never(v), &p1, &view, &b, &Out::Half(&mut c), None);
+    let r = hgemm::prepare_with(
+        &gpu,
+        &never(v),
+        &p1,
+        &view,
+        &b,
+        &mut Out::Half(&mut c),
+        None,
+    );
     assert!(matches!(r, Err(Error::Unsupported { .. })), "{:?}", r.err());
     let r = hgemm::run(&gpu, Some(v), &p1, &view, &b, &mut Out::Half(&mut c), None);
     assert_eq!(r.unwrap(), v);
@@ -459,7 +468,7 @@ fn hgemm_bad_input_is_a_typed_error() {
         padding: hgemm::Padding::Never,
         ..Default::default()
     };
-    let prep = hgemm::prepare_with(&gpu, &opts, &q, &a2, &b, &Out::Half(&mut c), None).unwrap();
+    let prep = hgemm::prepare_with(&gpu, &opts, &q, &a2, &b, &mut Out::Half(&mut c), None).unwrap();
     assert_eq!(prep.variant(), Variant::Mma);
     gpu.synchronize("padded launches").unwrap();
 }
@@ -487,7 +496,7 @@ fn hgemm_padded_path_is_the_aligned_kernel_bit_for_bit() {
         let padded = |gpu: &rustile::Gpu| {
             let mut c = gpu.upload(&c0, "c").unwrap();
             let prep =
-                hgemm::prepare(gpu, None, &p, &a, &b, &Out::Half(&mut c), Some(&bias)).unwrap();
+                hgemm::prepare(gpu, None, &p, &a, &b, &mut Out::Half(&mut c), Some(&bias)).unwrap();
             assert_eq!(prep.padding().tag(), "A,B,C");
             prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut c), Some(&bias))
                 .unwrap();
@@ -513,8 +522,16 @@ fn hgemm_padded_path_is_the_aligned_kernel_bit_for_bit() {
         let qa = gpu.upload(&relaid(Operand::A, &x.a, la), "qa").unwrap();
         let qb = gpu.upload(&relaid(Operand::B, &x.b, lb), "qb").unwrap();
         let mut qc = gpu.upload(&relaid(Operand::C, &c0, lc), "qc").unwrap();
-        let prep =
-            hgemm::prepare(&gpu, None, &q, &qa, &qb, &Out::Half(&mut qc), Some(&bias)).unwrap();
+        let prep = hgemm::prepare(
+            &gpu,
+            None,
+            &q,
+            &qa,
+            &qb,
+            &mut Out::Half(&mut qc),
+            Some(&bias),
+        )
+        .unwrap();
         assert!(prep.padding().is_empty());
         prep.launch(gpu.stream(), &qa, &qb, &mut Out::Half(&mut qc), Some(&bias))
             .unwrap();
@@ -692,7 +709,7 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
         &[Variant::Mma, Variant::MmaPipeline]
     };
     for &v in variants {
-        let prep = hgemm::prepare(&gpu, Some(v), &p, &a, &b, &Out::Half(&mut c), None).unwrap();
+        let prep = hgemm::prepare(&gpu, Some(v), &p, &a, &b, &mut Out::Half(&mut c), None).unwrap();
         prep.launch(gpu.stream(), &a, &b, &mut Out::Half(&mut c), None)
             .unwrap();
         // Short buffers at launch are refused, whatever `prepare` saw.
@@ -734,7 +751,7 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
     );
     let mut c = gpu.alloc::<u16>(lc, "c").unwrap();
     for &v in &variants[1..] {
-        let prep = hgemm::prepare(&gpu, Some(v), &q, &a, &b, &Out::Half(&mut c), None).unwrap();
+        let prep = hgemm::prepare(&gpu, Some(v), &q, &a, &b, &mut Out::Half(&mut c), None).unwrap();
         assert_eq!(prep.padding().tag(), "A");
         let a2 = gpu.alloc::<u16>(la, "a2").unwrap();
         prep.launch(gpu.stream(), &a2, &b, &mut Out::Half(&mut c), None)
@@ -750,6 +767,71 @@ fn hgemm_prepared_launch_rechecks_the_buffers_it_is_given() {
         }
     }
     gpu.synchronize("prepared launches").unwrap();
+}
+
+/// The wide tile's TMA-store epilogue (α, ReLU, rows and columns off the tile) against the
+/// same kernel's direct stores: a launch into another C buffer than the prepared one stores
+/// directly, with the same arithmetic, so the two outputs must agree bit for bit.
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_tma_store_epilogue_matches_direct_stores() {
+    use rustile::hgemm::{self, BLayout, Out, Problem, Variant};
+    use rustile::DType;
+    let gpu = gpu();
+    if gpu.flavour() != rustile::ptx::Flavour::Sm90a || !hgemm::tma_store() {
+        println!("SKIPPED: needs sm_90a and RUSTILE_HGEMM_TMA_STORE=1");
+        return;
+    }
+    for (ty, b) in [
+        (DType::F16, BLayout::RowMajor),
+        (DType::Bf16, BLayout::Transposed),
+    ] {
+        let mut p = Problem::new(ty, 1000, 1096, 520).with_b(b);
+        (p.alpha, p.relu, p.ldc) = (-0.75, true, 1104);
+        let [la, lb, lc] = p.lens().unwrap();
+        let mut seed = 0x9e37_79b9_u32;
+        let mut bits = |n: usize| -> Vec<u16> {
+            (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    let v = ((seed >> 16) % 9) as f32 - 4.0;
+                    match ty {
+                        DType::F16 => half::f16::from_f32(v).to_bits(),
+                        _ => half::bf16::from_f32(v).to_bits(),
+                    }
+                })
+                .collect()
+        };
+        let a = gpu.upload(&bits(la), "a").unwrap();
+        let bm = gpu.upload(&bits(lb), "b").unwrap();
+        let mut c1 = gpu.upload(&vec![0x7e00u16; lc], "c1").unwrap();
+        let mut c2 = gpu.upload(&vec![0x7e00u16; lc], "c2").unwrap();
+        let opts = hgemm::Options {
+            variant: Some(Variant::WgmmaWs),
+            tile: Some(hgemm::WsTile::WIDE),
+            ..Default::default()
+        };
+        let prep =
+            hgemm::prepare_with(&gpu, &opts, &p, &a, &bm, &mut Out::Half(&mut c1), None).unwrap();
+        assert!(prep.tma_store(), "{}: the staged epilogue", p.shape());
+        prep.launch(gpu.stream(), &a, &bm, &mut Out::Half(&mut c1), None)
+            .unwrap();
+        prep.launch(gpu.stream(), &a, &bm, &mut Out::Half(&mut c2), None)
+            .unwrap();
+        let (g1, g2) = (
+            gpu.download(&c1, "c1").unwrap(),
+            gpu.download(&c2, "c2").unwrap(),
+        );
+        // Inside C the two agree; the pitch's gap columns keep the poison in both.
+        assert_eq!(g1, g2, "{}", p.shape());
+        let row = &g1[..p.ldc];
+        assert!(
+            row[..p.n].iter().all(|&v| v != 0x7e00),
+            "a column of row 0 not written"
+        );
+        assert!(row[p.n..].iter().all(|&v| v == 0x7e00), "TMA wrote past N");
+        assert!(g1.iter().any(|&v| v != 0 && v != 0x8000), "all zero");
+    }
 }
 
 #[test]

@@ -204,7 +204,7 @@ pub fn bench_with(
     let preps = (0..sets)
         .map(|s| {
             let (a, b) = &ins[s];
-            prepare_with(gpu, opts, p, a, b, &outs[s].out(), None)
+            prepare_with(gpu, opts, p, a, b, &mut outs[s].out(), None)
         })
         .collect::<Result<Vec<_>>>()?;
     let (used, padded, tile) = (preps[0].variant(), preps[0].padding(), preps[0].tile());

@@ -62,6 +62,11 @@ pub fn validation_cases(quick: bool) -> Vec<(Problem, bool)> {
                 (p.lda, p.ldb, p.ldc) = (p.lda + 4, p.ldb + 2, p.ldc + 4);
                 v.push((p, true));
             }
+            // The wide tile's TMA-store epilogue: β = 0, no bias, α and ReLU, a pitch wider
+            // than N (a multiple of 8), M and N off the tile.
+            let mut p = Problem::new(ty, 200, 392, 136).with_b(b);
+            (p.alpha, p.relu, p.ldc) = (-0.75, true, 400);
+            v.push((p, false));
             let mut p = Problem::new(ty, 140, 264, 77).with_b(b);
             p.ldb = p.ldb.next_multiple_of(8);
             v.push((p, false));

@@ -288,7 +288,8 @@ impl WsTile {
         if self.cut == 1 {
             return Ok(());
         }
-        if std::ptr::eq(self.info()?, &rustile_kernels::hgemm::v03_wgmma_ws::INFO_PP) {
+        // By name: each use of a `const` record is its own value, so addresses do not compare.
+        if self.info()?.name == rustile_kernels::hgemm::v03_wgmma_ws::INFO_PP.name {
             return Err(unsupported(
                 "the ping-pong tile cannot cut tiles (RUSTILE_HGEMM_PINGPONG=1)".to_owned(),
             ));

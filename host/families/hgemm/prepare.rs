@@ -56,8 +56,15 @@ impl OutBuf {
 }
 
 /// Tensor maps for the `wgmma` kernel with `tile`'s rows and width, in device memory (A at
-/// byte 0, B at byte 128).
-fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64, tile: WsTile) -> Result<CudaSlice<u8>> {
+/// byte 0, B at byte 128, and C at byte 256 for the TMA-store epilogue when `c` is given).
+fn tensor_maps(
+    gpu: &Gpu,
+    p: &Problem,
+    a: u64,
+    b: u64,
+    c: Option<u64>,
+    tile: WsTile,
+) -> Result<CudaSlice<u8>> {
     let (rows, width) = (tile.rows, tile.width);
     let map_a = tensor_map_2d(p.ty, a, p.k, p.m, p.lda, v03_wgmma_ws::a_box(rows))?;
     let map_b = match p.b {
@@ -70,7 +77,36 @@ fn tensor_maps(gpu: &Gpu, p: &Problem, a: u64, b: u64, tile: WsTile) -> Result<C
         }
         BLayout::RowMajor => tensor_map_2d(p.ty, b, p.n, p.k, p.ldb, v03_wgmma_ws::BN_BOX)?,
     };
-    upload_maps(gpu, &[map_a, map_b])
+    match c {
+        Some(c) => {
+            let map_c = tensor_map_2d(p.out, c, p.n, p.m, p.ldc, (64, 64))?;
+            upload_maps(gpu, &[map_a, map_b, map_c])
+        }
+        None => upload_maps(gpu, &[map_a, map_b]),
+    }
+}
+
+/// Whether the TMA-store epilogue may run: `RUSTILE_HGEMM_TMA_STORE=1`, an experiment, off by
+/// default until it has been validated and measured on a GPU (session 19, `notes/hgemm.md`).
+pub fn tma_store() -> bool {
+    std::env::var("RUSTILE_HGEMM_TMA_STORE").is_ok_and(|v| v == "1")
+}
+
+/// Whether `p` on `tile` can leave through the TMA-store epilogue (where [`tma_store`] is on),
+/// C in place at `c`: the whole
+/// 128 × 256 tile (the records with the staging: alone or in clustered pairs), a 16-bit output, β = 0 and no bias (the
+/// epilogue reads nothing), C 16-byte aligned with a pitch of a multiple of 16 bytes (a tensor
+/// map's rule).
+fn staged_epilogue(p: &Problem, tile: WsTile, c: u64, bias: bool) -> bool {
+    tile.cut == 1
+        && tile
+            .info()
+            .is_ok_and(|k| [v03_wgmma_ws::INFO.name, v03_wgmma_ws::INFO_PAIR.name].contains(&k.name))
+        && p.out != DType::F32
+        && p.beta == 0.0
+        && !bias
+        && c.is_multiple_of(16)
+        && (p.ldc * p.out.bytes()).is_multiple_of(16)
 }
 
 /// A problem bound to its buffers and kernel, ready to launch repeatedly (the tensor maps are
@@ -90,6 +126,9 @@ pub struct Prepared {
     group: u32,
     /// `wgmma_ws`'s tile width and cut (`None` for the other kernels).
     tile: Option<WsTile>,
+    /// The TMA-store epilogue: the address of C its tensor map holds (`None`: direct stores).
+    /// A launch into another buffer stores directly.
+    c_map: Option<u64>,
     /// A cut's workspace (partial-sum slots, then flags the kernel leaves zero), behind a lock
     /// like the scratch: launches on several streams use it in turn, ordered by its guard.
     ws: Option<Mutex<CudaSlice<f32>>>,
@@ -168,7 +207,7 @@ pub fn prepare(
     p: &Problem,
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
-    c: &Out<'_>,
+    c: &mut Out<'_>,
     bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
     prepare_with(gpu, &Options::variant(variant), p, a, b, c, bias)
@@ -181,7 +220,7 @@ pub fn prepare_with(
     p: &Problem,
     a: &impl DevicePtr<u16>,
     b: &impl DevicePtr<u16>,
-    c: &Out<'_>,
+    c: &mut Out<'_>,
     bias: Option<&dyn DevicePtr<f32>>,
 ) -> Result<Prepared> {
     let tuning = opts.tuning;
@@ -336,12 +375,21 @@ pub fn prepare_with(
         grid = (cluster * pairs.persistent_grid(fits.min(sms / cluster)), 1);
     }
     let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
+    // The TMA-store epilogue writes C in place (not through C's scratch).
+    let c_addr = c.addr(stream);
+    let c_map = tile.filter(|&t| {
+        tma_store()
+            && pad.pitch(Operand::C).is_none()
+            && staged_epilogue(&q, t, c_addr, bias.is_some())
+    });
+    let c_map = c_map.map(|_| c_addr);
     let maps = match tile {
         Some(t) => Some(tensor_maps(
             gpu,
             &q,
             at(Operand::A, 0),
             at(Operand::B, 1),
+            c_map,
             t,
         )?),
         None => None,
@@ -370,6 +418,7 @@ pub fn prepare_with(
         ],
         group,
         tile,
+        c_map,
         ws,
         pad,
         scratch: Mutex::new(scratch),
@@ -414,6 +463,14 @@ impl Prepared {
     /// The kernel it launches.
     pub fn variant(&self) -> Variant {
         self.variant
+    }
+
+    /// Whether a launch into the C buffer `prepare` saw leaves through the TMA-store epilogue
+    /// (the whole 128 × 256 tile, a 16-bit output, β = 0, no bias, C in place with a pitch of
+    /// a multiple of 16 bytes, and [`tma_store`] on). A launch into another
+    /// C buffer, or with a bias, stores directly.
+    pub fn tma_store(&self) -> bool {
+        self.c_map.is_some()
     }
 
     /// `wgmma_ws`'s tile width and cut (`None` for the other kernels).
@@ -503,6 +560,8 @@ impl Prepared {
         });
         let ws_ptr = ws.as_ref().map_or(0, |(ptr, _guard)| *ptr);
         let cut = self.tile.map_or(1, |t| t.cut);
+        // The TMA-store epilogue where C is the buffer its map holds and nothing is read.
+        let store = self.c_map == Some(kc) && bias_ptr == 0 && q.beta == 0.0;
         let args = match &maps {
             Some((maps_ptr, _guard)) => vec![
                 Arg::Ptr(*maps_ptr),
@@ -518,6 +577,7 @@ impl Prepared {
                 Arg::U32(relu),
                 Arg::U32(self.group),
                 Arg::U32(cut),
+                Arg::U32(store as u32),
             ],
             None => mma_args(&q, [ka, kb, kc, bias_ptr]),
         };
@@ -526,7 +586,7 @@ impl Prepared {
             ..self.plan.clone()
         };
         // SAFETY: the argument lists are v03's `(maps, c, bias, ws, m, n, k, ldc, α, β, relu,
-        // group, cut)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`,
+        // group, cut, store)` and the mma kernels' `(a, b, c, bias, m, n, k, lda, ldb, ldc, α, β, relu)`,
         // over `q`, the caller's problem with the scratch pitches where padded. Each operand
         // the kernel touches holds `q`'s span: a caller's buffer was checked above against `p`
         // (lengths, C's type, the bias's n floats), whose pitch it keeps in `q`; a scratch
@@ -536,7 +596,9 @@ impl Prepared {
         // pitches multiples of 8). For `wgmma_ws` the tensor maps describe `q`'s A and B at
         // the scratch's addresses or at the in-place operands' checked above to be the ones
         // the maps hold, so they address memory inside these (checked) buffers, whatever
-        // became of the ones `prepare` saw; the maps buffer is owned by `self`. Grid and
+        // became of the ones `prepare` saw; `store` is set only when C is the buffer C's map
+        // (built by `prepare` for `q`'s C in place, when the record has the staging) holds,
+        // checked above against `p`; the maps buffer is owned by `self`. Grid and
         // shared memory were checked by `prepare`, and for a cut the tile (`WsTile::check`: at
         // most one block per SM, so all are resident) and its workspace of `cut_words` for that
         // grid, owned by `self`, its flags zero (allocated zeroed, left zero by every launch);
@@ -562,4 +624,35 @@ pub fn run(
     let prep = prepare(gpu, variant, p, a, b, c, bias)?;
     prep.launch(gpu.stream(), a, b, c, bias)?;
     Ok(prep.variant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which products the TMA-store epilogue takes (a check by record address missed every
+    /// one once: each use of a `const` record is its own value).
+    #[test]
+    fn staged_epilogue_takes_the_wide_tile_with_a_16_bit_output_and_nothing_to_read() {
+        let p = Problem::new(DType::F16, 1000, 1096, 520);
+        let wide = WsTile::WIDE;
+        assert!(staged_epilogue(&p, wide, 0x1000, false));
+        let mut relu = p;
+        (relu.alpha, relu.relu, relu.ldc) = (-0.75, true, 1104);
+        assert!(staged_epilogue(&relu, wide, 0x1000, false));
+        // Not: a bias, β, an f32 output, a pitch or address TMA cannot take, other tiles.
+        assert!(!staged_epilogue(&p, wide, 0x1000, true));
+        let mut beta = p;
+        beta.beta = 0.5;
+        assert!(!staged_epilogue(&beta, wide, 0x1000, false));
+        let mut f32_out = p;
+        f32_out.out = DType::F32;
+        assert!(!staged_epilogue(&f32_out, wide, 0x1000, false));
+        let mut odd = p;
+        odd.ldc = 1100;
+        assert!(!staged_epilogue(&odd, wide, 0x1000, false));
+        assert!(!staged_epilogue(&p, wide, 0x1008, false));
+        assert!(!staged_epilogue(&p, WsTile::whole(128, 128), 0x1000, false));
+        assert!(!staged_epilogue(&p, WsTile::whole(64, 256), 0x1000, false));
+    }
 }

@@ -248,6 +248,14 @@ impl Out<'_> {
             Out::F32(c) => c.len(),
         }
     }
+    /// The buffer's device address on `stream`.
+    pub(super) fn addr(&mut self, stream: &cudarc::driver::CudaStream) -> u64 {
+        match self {
+            Out::Half(c) => c.device_ptr_mut(stream).0,
+            Out::F32(c) => c.device_ptr_mut(stream).0,
+        }
+    }
+
     /// The output type this buffer holds for inputs of `ty`.
     pub(super) fn dtype(&self, ty: DType) -> DType {
         match self {

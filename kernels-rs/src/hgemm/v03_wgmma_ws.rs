@@ -68,8 +68,20 @@ pub const fn stages(rows: u32, cols: u32) -> u32 {
 pub const fn shared_bytes(rows: u32, cols: u32) -> usize {
     crate::gpu::ring::TmaRing::bytes(stage_bytes(rows, cols), stages(rows, cols))
 }
+/// Bytes of the widest tile's output staging (TMA-store epilogue): two 64 × 64 boxes of 16-bit
+/// values per consumer warpgroup, 128-byte swizzled, written in turn (double-buffered).
+pub const STAGING_BYTES: u32 = 2 * 2 * 64 * 64 * 2;
+/// Byte offset of the staging from the ring's 1024-aligned start: past the stages, their
+/// barriers (at most 1 KiB, rounded up) and the driver's unused per-tile ring (1 KiB).
+pub const fn staging_offset(rows: u32, cols: u32) -> u32 {
+    stages(rows, cols) * stage_bytes(rows, cols) + 2048
+}
+/// Dynamic shared bytes of the widest tile with its staging: up to 1 KiB of alignment, then
+/// [`staging_offset`] and [`STAGING_BYTES`] — 232 448 bytes, the whole of an H100's/H200's
+/// opt-in shared memory per block.
+pub const SHARED_BYTES_STAGED: usize = (1024 + staging_offset(BM, BN) + STAGING_BYTES) as usize;
 /// Dynamic shared bytes of the widest tile.
-pub const SHARED_BYTES: usize = shared_bytes(BM, BN);
+pub const SHARED_BYTES: usize = SHARED_BYTES_STAGED;
 /// The widths that can cut tiles into k-segments (the 256-wide tile's 128 accumulators leave
 /// no registers for the fix-up).
 pub const fn can_cut(bn: u32) -> bool {
@@ -100,11 +112,11 @@ pub const fn bt_box(bn: u32) -> (u32, u32) {
 pub const BN_BOX: (u32, u32) = (64, BK);
 
 macro_rules! ws_record {
-    ($info:ident, $syms:ident, $name:literal, $role:ident, $needs:ident, $rows:literal, $cols:literal, $split:literal,
+    ($info:ident, $syms:ident, $name:literal, $role:ident, $needs:ident, $rows:literal, $cols:literal, $split:literal, $shared:expr,
      [$($sym:ident => ($i:ident, $o:ident, $l:ident, $w:ident, $out:ident, $tb:literal);)+]) => {
         crate::entry_points! {
             pub const $syms;
-            sm90a fn device::hgemm_wgmma_ws(maps: *const u8, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, ldc: u32, alpha: f32, beta: f32, relu: u32, group: u32, cut: u32);
+            sm90a fn device::hgemm_wgmma_ws(maps: *const u8, c: *mut <O as crate::hgemm::TcOut>::Store, bias: *const f32, ws: *mut f32, m: u32, n: u32, k: u32, ldc: u32, alpha: f32, beta: f32, relu: u32, group: u32, cut: u32, store: u32);
             $($sym => ($i, $o, $l) [T = crate::tc::width::$w, O = crate::hgemm::$out; TRANS_B: u32 = $tb, SPLIT: u32 = $split];)+
         }
 
@@ -117,7 +129,7 @@ macro_rules! ws_record {
             bounds: Some((THREADS, 1)),
             block: (THREADS, 1, 1),
             launch: crate::registry::Launch::Persistent { tile: ($rows, $cols) },
-            shared_bytes_f16: shared_bytes($rows, $cols),
+            shared_bytes_f16: $shared,
             symbols: $syms,
             about: concat!(
                 "wgmma + TMA ring, warp-specialized producer/consumers, persistent, ",
@@ -131,7 +143,7 @@ macro_rules! ws_record {
     };
 }
 
-ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, HOPPER_TMA, 128, 256, 0, [
+ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, HOPPER_TMA, 128, 256, 0, SHARED_BYTES_STAGED, [
     hgemm_wgmma_ws_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
     hgemm_wgmma_ws_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
     hgemm_wgmma_ws_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
@@ -141,7 +153,7 @@ ws_record!(INFO, SYMBOLS, "wgmma_ws", Ladder, HOPPER_TMA, 128, 256, 0, [
     hgemm_wgmma_ws_bf16_bf16_bt => (Bf16, Bf16, Bt, N256Bf16, OutBf16, 0);
     hgemm_wgmma_ws_bf16_f32_bt => (Bf16, F32, Bt, N256Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, HOPPER_TMA, 128, 128, 0, [
+ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, HOPPER_TMA, 128, 128, 0, shared_bytes(128, 128), [
     hgemm_wgmma_ws_n128_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_ws_n128_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_ws_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -151,7 +163,7 @@ ws_record!(INFO_N128, SYMBOLS_N128, "wgmma_ws_n128", Tuning, HOPPER_TMA, 128, 12
     hgemm_wgmma_ws_n128_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
     hgemm_wgmma_ws_n128_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, HOPPER_TMA, 128, 64, 0, [
+ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, HOPPER_TMA, 128, 64, 0, shared_bytes(128, 64), [
     hgemm_wgmma_ws_n64_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
     hgemm_wgmma_ws_n64_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
     hgemm_wgmma_ws_n64_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
@@ -162,7 +174,7 @@ ws_record!(INFO_N64, SYMBOLS_N64, "wgmma_ws_n64", Tuning, HOPPER_TMA, 128, 64, 0
     hgemm_wgmma_ws_n64_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
 ]);
 
-ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, HOPPER_TMA, 64, 256, 1, [
+ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, HOPPER_TMA, 64, 256, 1, shared_bytes(64, 256), [
     hgemm_wgmma_ws_m64_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_ws_m64_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_ws_m64_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -172,7 +184,7 @@ ws_record!(INFO_M64, SYMBOLS_M64, "wgmma_ws_m64", Tuning, HOPPER_TMA, 64, 256, 1
     hgemm_wgmma_ws_m64_bf16_bf16_bt => (Bf16, Bf16, Bt, N128Bf16, OutBf16, 0);
     hgemm_wgmma_ws_m64_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
-ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, HOPPER_TMA, 64, 128, 1, [
+ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, HOPPER_TMA, 64, 128, 1, shared_bytes(64, 128), [
     hgemm_wgmma_ws_m64_n128_f16_f16_bn => (F16, F16, Bn, N64F16, OutF16, 1);
     hgemm_wgmma_ws_m64_n128_f16_f32_bn => (F16, F32, Bn, N64F16, OutF32, 1);
     hgemm_wgmma_ws_m64_n128_bf16_bf16_bn => (Bf16, Bf16, Bn, N64Bf16, OutBf16, 1);
@@ -183,7 +195,7 @@ ws_record!(INFO_M64_N128, SYMBOLS_M64_N128, "wgmma_ws_m64_n128", Tuning, HOPPER_
     hgemm_wgmma_ws_m64_n128_bf16_f32_bt => (Bf16, F32, Bt, N64Bf16, OutF32, 0);
 ]);
 
-ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, HOPPER_TMA, 128, 128, 2, [
+ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, HOPPER_TMA, 128, 128, 2, shared_bytes(128, 128), [
     hgemm_wgmma_pp_f16_f16_bn => (F16, F16, Bn, N128F16, OutF16, 1);
     hgemm_wgmma_pp_f16_f32_bn => (F16, F32, Bn, N128F16, OutF32, 1);
     hgemm_wgmma_pp_bf16_bf16_bn => (Bf16, Bf16, Bn, N128Bf16, OutBf16, 1);
@@ -194,7 +206,7 @@ ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, HOPPER_TMA, 128, 128, 2, [
     hgemm_wgmma_pp_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
 
-ws_record!(INFO_PAIR, SYMBOLS_PAIR, "wgmma_pair", Tuning, HOPPER_TMA_PAIR, 128, 256, 3, [
+ws_record!(INFO_PAIR, SYMBOLS_PAIR, "wgmma_pair", Tuning, HOPPER_TMA_PAIR, 128, 256, 3, SHARED_BYTES_STAGED, [
     hgemm_wgmma_pair_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
     hgemm_wgmma_pair_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
     hgemm_wgmma_pair_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
@@ -243,6 +255,10 @@ mod device {
         flags: *mut u32,
         /// `SPLIT` = 3: this block's rank in its pair (which half of B it loads).
         rank: u32,
+        /// The TMA-store epilogue ([`Self::STAGED`] kernels): C's tensor map (16-bit, 64 × 64
+        /// boxes, 128-byte swizzle), null for direct stores; the staging's shared address.
+        map_c: *const u8,
+        staging: u32,
         _t: core::marker::PhantomData<T>,
     }
 
@@ -253,6 +269,66 @@ mod device {
         const COLS: u32 = if SPLIT == 1 { 2 * T::BN } else { T::BN };
         /// Bytes of A per stage.
         const A_BYTES: u32 = Self::ROWS * BK * 2;
+        /// Whether the kernel has the staging for the TMA-store epilogue: the whole 128 × 256
+        /// tile (alone or in clustered pairs) with a 16-bit output.
+        const STAGED: bool =
+            (SPLIT == 0 || SPLIT == 3) && T::BN == BN && core::mem::size_of::<O::Store>() == 2;
+
+        /// The epilogue through shared memory and TMA stores (C = α·acc, ReLU; the host sends
+        /// only β = 0 without bias here): consumer `half`'s 64 × 256 leaves as four 64 × 64
+        /// boxes through two staging buffers in turn. Before writing a buffer its leader waits
+        /// until the store that last read it has (at most one group still reading), the
+        /// warpgroup meets; every thread writes its fragments, fences them to the async proxy,
+        /// the warpgroup meets again and the leader stores the box (TMA clips rows and columns
+        /// past C). The consumer goes on to its next tile while the stores run.
+        #[inline(always)]
+        unsafe fn finish_staged(&self, acc: &T::Acc, tile: (u32, u32), half: u32) {
+            // α = 1 without ReLU (the common case) only rounds: a third of the instructions.
+            if self.epi.alpha == 1.0 && self.epi.relu == 0 {
+                self.stage_and_store::<true>(acc, tile, half);
+            } else {
+                self.stage_and_store::<false>(acc, tile, half);
+            }
+        }
+
+        /// [`Self::finish_staged`]'s boxes; `PLAIN`: α = 1 and no ReLU.
+        #[inline(always)]
+        unsafe fn stage_and_store<const PLAIN: bool>(
+            &self,
+            acc: &T::Acc,
+            (tm, tn): (u32, u32),
+            half: u32,
+        ) {
+            let tid = gpu::thread_idx_x();
+            let (warp, lane) = ((tid / 32) % 4, tid % 32);
+            let (rr, q) = (warp * 16 + lane / 4, lane % 4);
+            let leader = tid % 128 == 0;
+            let staging = self.staging + half * (STAGING_BYTES / 2);
+            let (x0, y) = (tn * T::BN, (tm * BM + half * 64) as i32);
+            macro_rules! one_box {
+                ($bx:literal) => {
+                    if $bx * 64 < T::BN {
+                        let at = staging + ($bx % 2) * 8192;
+                        if leader {
+                            hopper::bulk_wait_group_read::<1>();
+                        }
+                        hopper::named_barrier_sync(1 + half, 128);
+                        let (alpha, relu) = (self.epi.alpha, self.epi.relu);
+                        T::stage_box::<O, $bx, PLAIN>(acc, at, alpha, relu, rr, q);
+                        hopper::fence_proxy_async_shared();
+                        hopper::named_barrier_sync(1 + half, 128);
+                        if leader {
+                            hopper::tma_store_2d(self.map_c, (x0 + 64 * $bx) as i32, y, at);
+                            hopper::bulk_commit_group();
+                        }
+                    }
+                };
+            }
+            one_box!(0);
+            one_box!(1);
+            one_box!(2);
+            one_box!(3);
+        }
 
         /// This thread's first accumulator row and column in tile `(tm, tn)` for consumer
         /// `half` (the `wgmma` D layout: warp `w` of the warpgroup owns rows `16w..16w + 16`).
@@ -375,8 +451,20 @@ mod device {
 
         #[inline(always)]
         unsafe fn finish(&self, acc: &mut T::Acc, tile: (u32, u32), half: u32) {
+            if Self::STAGED && !self.map_c.is_null() {
+                self.finish_staged(acc, tile, half);
+                return;
+            }
             let (row, col0) = self.origin(tile, half);
             T::store(acc, &self.epi, row, col0);
+        }
+
+        #[inline(always)]
+        unsafe fn consumer_done(&self, _acc: &mut T::Acc, _half: u32) {
+            if Self::STAGED && !self.map_c.is_null() && gpu::thread_idx_x() % 128 == 0 {
+                // Every TMA store has finished before the block (and its shared memory) ends.
+                hopper::bulk_wait_group::<0>();
+            }
         }
 
         #[inline(always)]
@@ -478,7 +566,9 @@ mod device {
     /// 64 × 2·BN tiles, the consumers splitting the columns (A's map has 64-row boxes); 2: 128 ×
     /// BN tiles, each computed by one consumer ([`PpGemm`], ping-pong; `cut` ignored); 3: 128 × BN
     /// tiles in vertical pairs, one per cluster of two blocks sharing B by multicast
-    /// ([`pair::run_pair`]; `cut` ignored).
+    /// ([`pair::run_pair`]; `cut` ignored). `store` non-zero (the whole 128 × 256 tile, alone
+    /// or paired, with a 16-bit output only; the host passes it with β = 0 and no bias): C's tensor map is at
+    /// byte 256 of `maps` and the epilogue goes through shared memory and TMA stores.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32>(
@@ -495,6 +585,7 @@ mod device {
         relu: u32,
         group: u32,
         cut: u32,
+        store: u32,
     ) {
         let cut = SPLIT < 2 && can_cut(T::BN) && cut > 1;
         let epi = Epilogue {
@@ -517,6 +608,8 @@ mod device {
                 slots: core::ptr::null_mut(),
                 flags: core::ptr::null_mut(),
                 rank: 0,
+                map_c: core::ptr::null(),
+                staging: 0,
                 _t: core::marker::PhantomData,
             });
             let grid = TileGrid::new(m, n, BM, T::BN, group);
@@ -535,6 +628,12 @@ mod device {
                 core::ptr::null_mut()
             },
             rank: if SPLIT == 3 { hopper::cluster_ctarank() } else { 0 },
+            map_c: if WsGemm::<T, O, TRANS_B, SPLIT>::STAGED && store != 0 {
+                maps.add(256)
+            } else {
+                core::ptr::null()
+            },
+            staging: ((gpu::dynamic_shared_base() + 1023) & !1023) + staging_offset(BM, BN),
             _t: core::marker::PhantomData,
         };
         if SPLIT == 3 {

@@ -54,6 +54,19 @@ pub trait Width {
         rr: u32,
         q: u32,
     );
+    /// Writes the accumulators' columns `64·BX .. 64·BX + 64` (a box of 64 × 64), scaled by
+    /// `alpha`, after ReLU (`relu` non-zero; NaN kept) and rounded to the 16-bit `O`, into the
+    /// 8 KiB box at `at` (64 rows of 128 bytes, 128-byte swizzle, 1024-aligned): rows `rr` and
+    /// `rr + 8`, column `2q + 8j`. Nothing for a box past `BN`. `PLAIN`: the caller knows
+    /// α = 1 and no ReLU (the values are only rounded).
+    unsafe fn stage_box<O: TcOut, const BX: usize, const PLAIN: bool>(
+        acc: &Self::Acc,
+        at: u32,
+        alpha: f32,
+        relu: u32,
+        rr: u32,
+        q: u32,
+    );
     /// Stores the accumulators as f32 partial sums at `slot` (a consumer's slot: element
     /// `i` of thread `t` of the warpgroup at `4·(128·(i/4) + t) + i % 4`, 16-byte stores
     /// the warp writes contiguously), bypassing L1.
@@ -117,6 +130,41 @@ macro_rules! width {
                         |r: u32| staging + bx * 8192 + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * q;
                     u32::st_shared(at(rr), pair(acc[4 * j], acc[4 * j + 1]));
                     u32::st_shared(at(rr + 8), pair(acc[4 * j + 2], acc[4 * j + 3]));
+                });
+            }
+            #[inline(always)]
+            unsafe fn stage_box<O: TcOut, const BX: usize, const PLAIN: bool>(
+                acc: &[f32; $regs],
+                at: u32,
+                alpha: f32,
+                relu: u32,
+                rr: u32,
+                q: u32,
+            ) {
+                use crate::gpu::Elem;
+                let act = |v: f32| {
+                    if PLAIN {
+                        return v;
+                    }
+                    let v = alpha * v;
+                    if relu != 0 && v < 0.0 {
+                        0.0
+                    } else {
+                        v
+                    }
+                };
+                // One 16-byte chunk per n8 fragment: chunk `c` of row `r` sits at chunk
+                // `c ^ (r % 8)` (TMA's 128-byte swizzle). A quad's four lanes fill one chunk,
+                // the warp's eight rows eight distinct chunks: no bank conflict.
+                let addr = |r: u32, c: u32| at + r * 128 + ((c ^ (r % 8)) * 16) + 4 * q;
+                crate::unroll!(8, c, {
+                    let j = 8 * BX + c;
+                    if j < $n8 {
+                        let lo = O::pack2(act(acc[4 * j]), act(acc[4 * j + 1]));
+                        let hi = O::pack2(act(acc[4 * j + 2]), act(acc[4 * j + 3]));
+                        u32::st_shared(addr(rr, c as u32), lo);
+                        u32::st_shared(addr(rr + 8, c as u32), hi);
+                    }
                 });
             }
             #[inline(always)]
