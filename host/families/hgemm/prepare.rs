@@ -93,10 +93,9 @@ pub fn tma_store() -> bool {
 }
 
 /// Whether `p` on `tile` can leave through the TMA-store epilogue (where [`tma_store`] is on),
-/// C in place at `c`: the whole
-/// 128 × 256 tile (the records with the staging: alone or in clustered pairs), a 16-bit output, β = 0 and no bias (the
-/// epilogue reads nothing), C 16-byte aligned with a pitch of a multiple of 16 bytes (a tensor
-/// map's rule).
+/// C in place at `c`: the whole 128 × 256 tile (the records with the staging: alone or in
+/// clustered pairs), a 16-bit output, β = 0 and no bias (the epilogue reads nothing), C 16-byte
+/// aligned with a pitch of a multiple of 16 bytes (a tensor map's rule).
 fn staged_epilogue(p: &Problem, tile: WsTile, c: u64, bias: bool) -> bool {
     tile.cut == 1
         && tile
@@ -377,12 +376,13 @@ pub fn prepare_with(
     let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
     // The TMA-store epilogue writes C in place (not through C's scratch).
     let c_addr = c.addr(stream);
-    let c_map = tile.filter(|&t| {
-        tma_store()
-            && pad.pitch(Operand::C).is_none()
-            && staged_epilogue(&q, t, c_addr, bias.is_some())
-    });
-    let c_map = c_map.map(|_| c_addr);
+    let c_map = tile
+        .is_some_and(|t| {
+            tma_store()
+                && pad.pitch(Operand::C).is_none()
+                && staged_epilogue(&q, t, c_addr, bias.is_some())
+        })
+        .then_some(c_addr);
     let maps = match tile {
         Some(t) => Some(tensor_maps(
             gpu,
@@ -467,8 +467,8 @@ impl Prepared {
 
     /// Whether a launch into the C buffer `prepare` saw leaves through the TMA-store epilogue
     /// (the whole 128 × 256 tile, a 16-bit output, β = 0, no bias, C in place with a pitch of
-    /// a multiple of 16 bytes, and [`tma_store`] on). A launch into another
-    /// C buffer, or with a bias, stores directly.
+    /// a multiple of 16 bytes, and [`tma_store`] on). A launch into another C buffer, or with
+    /// a bias, stores directly.
     pub fn tma_store(&self) -> bool {
         self.c_map.is_some()
     }

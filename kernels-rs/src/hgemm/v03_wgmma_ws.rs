@@ -567,8 +567,9 @@ mod device {
     /// BN tiles, each computed by one consumer ([`PpGemm`], ping-pong; `cut` ignored); 3: 128 × BN
     /// tiles in vertical pairs, one per cluster of two blocks sharing B by multicast
     /// ([`pair::run_pair`]; `cut` ignored). `store` non-zero (the whole 128 × 256 tile, alone
-    /// or paired, with a 16-bit output only; the host passes it with β = 0 and no bias): C's tensor map is at
-    /// byte 256 of `maps` and the epilogue goes through shared memory and TMA stores.
+    /// or paired, with a 16-bit output only; the host passes it with β = 0 and no bias): C's
+    /// tensor map is at byte 256 of `maps` and the epilogue goes through shared memory and TMA
+    /// stores.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn hgemm_wgmma_ws<T: Width, O: TcOut, const TRANS_B: u32, const SPLIT: u32>(

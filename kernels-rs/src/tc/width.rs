@@ -46,14 +46,20 @@ pub trait Width {
     unsafe fn store<O: TcOut>(acc: &Self::Acc, epi: &Epilogue<O>, row: u32, col0: u32);
     /// Writes the accumulators, after ReLU (`relu` non-zero) and rounding to `O`, into this
     /// warpgroup's staging tile at `staging` (64 rows, boxes of 64 columns, 128-byte
-    /// swizzle): rows `rr` and `rr + 8`, column `2q + 8j`.
+    /// swizzle): rows `rr` and `rr + 8`, column `2q + 8j` — [`Width::stage_box`] per box.
+    #[inline(always)]
     unsafe fn stage<O: TcOut<Store = u16>>(
         acc: &Self::Acc,
         staging: u32,
         relu: u32,
         rr: u32,
         q: u32,
-    );
+    ) {
+        Self::stage_box::<O, 0, false>(acc, staging, 1.0, relu, rr, q);
+        Self::stage_box::<O, 1, false>(acc, staging + 8192, 1.0, relu, rr, q);
+        Self::stage_box::<O, 2, false>(acc, staging + 2 * 8192, 1.0, relu, rr, q);
+        Self::stage_box::<O, 3, false>(acc, staging + 3 * 8192, 1.0, relu, rr, q);
+    }
     /// Writes the accumulators' columns `64·BX .. 64·BX + 64` (a box of 64 × 64), scaled by
     /// `alpha`, after ReLU (`relu` non-zero; NaN kept) and rounded to the 16-bit `O`, into the
     /// 8 KiB box at `at` (64 rows of 128 bytes, 128-byte swizzle, 1024-aligned): rows `rr` and
@@ -106,30 +112,6 @@ macro_rules! width {
                 crate::unroll!($n8, j, {
                     let d = [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
                     epi.store_frag(row, col0 + 8 * j as u32, d);
-                });
-            }
-            #[inline(always)]
-            unsafe fn stage<O: TcOut<Store = u16>>(
-                acc: &[f32; $regs],
-                staging: u32,
-                relu: u32,
-                rr: u32,
-                q: u32,
-            ) {
-                use crate::gpu::Elem;
-                crate::unroll!($n8, j, {
-                    let j = j as u32;
-                    let (bx, chunk) = (j / 8, j % 8);
-                    let pair = |a: f32, b: f32| {
-                        let act = |v: f32| if relu != 0 && v < 0.0 { 0.0 } else { v };
-                        let (a, b) = (act(a), act(b));
-                        O::pack(a) as u32 | (O::pack(b) as u32) << 16
-                    };
-                    let j = j as usize;
-                    let at =
-                        |r: u32| staging + bx * 8192 + r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * q;
-                    u32::st_shared(at(rr), pair(acc[4 * j], acc[4 * j + 1]));
-                    u32::st_shared(at(rr + 8), pair(acc[4 * j + 2], acc[4 * j + 3]));
                 });
             }
             #[inline(always)]
