@@ -2,9 +2,9 @@
 //!
 //! - With the nvptx toolchain present (rust-src, llvm-bitcode-linker; `rust-toolchain.toml` asks
 //!   rustup for them), each flavour is built by a nested `cargo rustc` into `target/nvptx/`.
-//! - Without it, the committed `ptx/` is used and a cargo warning says so. `RUSTILE_STRICT=1`
+//! - Without it, the committed `ptx/` (gzip-compressed PTX) is used and a cargo warning says so. `RUSTILE_STRICT=1`
 //!   (CI) turns that fallback into a build failure.
-//! - `RUSTILE_REGEN_PTX=1` also writes the built PTX and its source hash to `ptx/`
+//! - `RUSTILE_REGEN_PTX=1` also writes the built PTX (compressed) and its source hash to `ptx/`
 //!   (`scripts/regen-ptx` does this).
 
 use std::path::{Path, PathBuf};
@@ -13,7 +13,8 @@ use std::process::Command;
 #[path = "build_support/kernel_build.rs"]
 mod kernel_build;
 use kernel_build::{
-    apply_launch_bounds, kernel_source_hash, ptx_file_name, FlavourSpec, FLAVOURS, KERNEL_RUSTFLAGS,
+    apply_launch_bounds, committed_ptx_file_name, gunzip, gzip, kernel_source_hash, ptx_file_name,
+    FlavourSpec, FLAVOURS, KERNEL_RUSTFLAGS,
 };
 
 fn main() {
@@ -47,8 +48,15 @@ fn main() {
                 std::fs::write(&dest, &ptx).expect("write PTX to OUT_DIR");
                 if regen {
                     std::fs::create_dir_all(root.join("ptx")).expect("create ptx/");
-                    std::fs::write(root.join("ptx").join(ptx_file_name(flavour.name)), &ptx)
-                        .expect("write ptx/");
+                    let file = root.join("ptx").join(committed_ptx_file_name(flavour.name));
+                    // Rewritten only when the text changed: no churn in git for equal PTX.
+                    let same = std::fs::read(&file)
+                        .ok()
+                        .and_then(|gz| gunzip(&gz).ok())
+                        .is_some_and(|old| old == ptx);
+                    if !same {
+                        std::fs::write(&file, gzip(&ptx)).expect("write ptx/");
+                    }
                 }
             }
             Err(why) => {
@@ -59,18 +67,21 @@ fn main() {
                         flavour.name
                     );
                 }
-                let committed = root.join("ptx").join(ptx_file_name(flavour.name));
-                let ptx = std::fs::read(&committed).unwrap_or_else(|e| {
-                    panic!(
-                        "no nvptx toolchain and no committed {}: {e}",
-                        committed.display()
-                    )
-                });
+                let committed = root.join("ptx").join(committed_ptx_file_name(flavour.name));
+                let ptx = std::fs::read(&committed)
+                    .map_err(|e| e.to_string())
+                    .and_then(|gz| gunzip(&gz))
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "no nvptx toolchain and no readable committed {}: {e}",
+                            committed.display()
+                        )
+                    });
                 println!(
                     "cargo:warning=rustile: nvptx build of kernels-rs unavailable ({}); using \
                      committed ptx/{} (install the toolchain in rust-toolchain.toml to rebuild)",
                     first_line(&why),
-                    ptx_file_name(flavour.name)
+                    committed_ptx_file_name(flavour.name)
                 );
                 std::fs::write(&dest, ptx).expect("write PTX to OUT_DIR");
                 origin = "committed";

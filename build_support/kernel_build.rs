@@ -40,10 +40,89 @@ pub const KERNEL_RUSTFLAGS: &[&str] = &[
     "-Cllvm-args=-unroll-threshold=2000",
 ];
 
-/// File name of a flavour's PTX in `ptx/` and in `OUT_DIR`.
+/// File name of a flavour's PTX in `OUT_DIR`.
 #[allow(dead_code)]
 pub fn ptx_file_name(flavour: &str) -> String {
     format!("rustile_kernels.{flavour}.ptx")
+}
+
+/// File name of a flavour's committed PTX in `ptx/`: gzip-compressed (`zcat` reads it). Every
+/// kernel change rewrites most of the ~50 MB of PTX text (LLVM renumbers registers and
+/// labels), so committing it as text made each regeneration an ~80 MB diff; compressed it is
+/// ~5 MB of binary.
+#[allow(dead_code)]
+pub fn committed_ptx_file_name(flavour: &str) -> String {
+    format!("{}.gz", ptx_file_name(flavour))
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as gzip's trailer).
+fn crc32(data: &[u8]) -> u32 {
+    let mut table = [0u32; 256];
+    for (i, t) in table.iter_mut().enumerate() {
+        let mut c = i as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+        }
+        *t = c;
+    }
+    !data.iter().fold(!0u32, |c, &b| {
+        table[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8)
+    })
+}
+
+/// `data` as a gzip member (RFC 1952) with no name and no time stamp, so the same PTX always
+/// gives the same bytes.
+#[allow(dead_code)]
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+    out.extend(miniz_oxide::deflate::compress_to_vec(data, 9));
+    out.extend(crc32(data).to_le_bytes());
+    out.extend((data.len() as u32).to_le_bytes());
+    out
+}
+
+/// The contents of a one-member gzip file: its header (optional extra field, name, comment and
+/// header CRC skipped), the deflate stream, and the trailer's CRC and length checked.
+#[allow(dead_code)]
+pub fn gunzip(gz: &[u8]) -> Result<Vec<u8>, String> {
+    if gz.len() < 18 || gz[0..3] != [0x1f, 0x8b, 8] {
+        return Err("not a gzip (deflate) file".into());
+    }
+    let flags = gz[3];
+    let mut at = 10usize;
+    let skip_zero_terminated = |at: usize| -> Option<usize> {
+        gz.get(at..)?
+            .iter()
+            .position(|&b| b == 0)
+            .map(|p| at + p + 1)
+    };
+    if flags & 4 != 0 {
+        let extra = gz.get(at..at + 2).ok_or("truncated gzip header")?;
+        at += 2 + usize::from(u16::from_le_bytes([extra[0], extra[1]]));
+    }
+    if flags & 8 != 0 {
+        at = skip_zero_terminated(at).ok_or("truncated gzip name")?;
+    }
+    if flags & 16 != 0 {
+        at = skip_zero_terminated(at).ok_or("truncated gzip comment")?;
+    }
+    if flags & 2 != 0 {
+        at += 2;
+    }
+    let body = gz.get(at..gz.len() - 8).ok_or("truncated gzip file")?;
+    let data = miniz_oxide::inflate::decompress_to_vec(body)
+        .map_err(|e| format!("corrupt deflate stream: {e:?}"))?;
+    let trailer = &gz[gz.len() - 8..];
+    let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let len = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+    if crc != crc32(&data) || len != data.len() as u32 {
+        return Err("gzip trailer does not match the contents (CRC or length)".into());
+    }
+    Ok(data)
 }
 
 /// Every file whose contents determine the PTX, relative to `kernels_dir`, sorted.

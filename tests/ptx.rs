@@ -46,10 +46,12 @@ fn committed_ptx_matches_the_kernel_sources() {
             for flavour in Flavour::ALL {
                 let file = root()
                     .join("ptx")
-                    .join(kernel_build::ptx_file_name(flavour.name()));
-                let committed = std::fs::read_to_string(&file).expect("committed PTX");
+                    .join(kernel_build::committed_ptx_file_name(flavour.name()));
+                let gz = std::fs::read(&file).expect("committed PTX");
+                let committed =
+                    kernel_build::gunzip(&gz).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
                 assert!(
-                    committed == flavour.text(),
+                    committed == flavour.text().as_bytes(),
                     "{} differs from the PTX this build compiled; run scripts/regen-ptx",
                     file.display()
                 );
@@ -63,6 +65,30 @@ fn committed_ptx_matches_the_kernel_sources() {
             println!("NOTE: PTX came from ptx/ (no nvptx toolchain): byte comparison not run");
         }
     }
+}
+
+#[test]
+fn committed_ptx_gzip_round_trips_and_checks_its_trailer() {
+    // The CRC-32 check value of "123456789" is 0xCBF43926 (gzip's CRC), stored little-endian.
+    let gz = kernel_build::gzip(b"123456789");
+    assert_eq!(gz[gz.len() - 8..gz.len() - 4], 0xCBF4_3926u32.to_le_bytes());
+    assert_eq!(kernel_build::gunzip(&gz).unwrap(), b"123456789");
+    let text = ".version 8.0\n.target sm_90a\n".repeat(1000);
+    let gz = kernel_build::gzip(text.as_bytes());
+    assert!(gz.len() < text.len() / 20, "compresses: {} bytes", gz.len());
+    assert_eq!(kernel_build::gunzip(&gz).unwrap(), text.as_bytes());
+    // A flipped byte in the stream or the trailer is an error, never other PTX.
+    let mut bad = gz.clone();
+    let at = bad.len() - 6;
+    bad[at] ^= 1;
+    assert!(kernel_build::gunzip(&bad).is_err());
+    assert!(kernel_build::gunzip(b"not gzip at all, just text").is_err());
+    // A header with a file name (what `gzip` without `-n` writes) is read too.
+    let mut named = gz[..10].to_vec();
+    named[3] = 8;
+    named.extend(b"kernels.ptx\0");
+    named.extend(&gz[10..]);
+    assert_eq!(kernel_build::gunzip(&named).unwrap(), text.as_bytes());
 }
 
 #[test]
