@@ -315,6 +315,41 @@ pub unsafe fn tma_store_2d(map: *const u8, x: i32, y: i32, src: u32) {
     );
 }
 
+/// [`tma_store_2d`] and [`bulk_commit_group`] issued only where `issue` is true, as one asm
+/// block whose instructions are predicated. The warp stays on one path: written as
+/// `if leader { store; commit }`, LLVM may jump-thread that branch into the next
+/// `if leader { wait }`, duplicating the code between them for the leader and for the rest of
+/// its warp — which then runs it twice, diverged (the hang of session 20's first run).
+///
+/// # Safety
+/// As [`tma_store_2d`] for the threads where `issue` is true.
+#[inline(always)]
+pub unsafe fn tma_store_2d_commit_if(issue: bool, map: *const u8, x: i32, y: i32, src: u32) {
+    core::arch::asm!(
+        "{{ .reg .pred p; setp.ne.u32 p, {i}, 0;",
+        "@p cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+        "@p cp.async.bulk.commit_group; }}",
+        i = in(reg32) issue as u32, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y,
+        s = in(reg32) src,
+        options(nostack, preserves_flags)
+    );
+}
+
+/// [`bulk_wait_group_read`] where `wait` is true, predicated in one asm block (see
+/// [`tma_store_2d_commit_if`]).
+#[inline(always)]
+pub fn bulk_wait_group_read_if<const N: u32>(wait: bool) {
+    // SAFETY: waits only.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {w}, 0; @p cp.async.bulk.wait_group.read {n}; }}",
+            w = in(reg32) wait as u32,
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// `cp.async.bulk.commit_group`: closes this thread's bulk group (its TMA stores so far).
 #[inline(always)]
 pub fn bulk_commit_group() {

@@ -309,18 +309,16 @@ mod device {
                 ($bx:literal) => {
                     if $bx * 64 < T::BN {
                         let at = staging + ($bx % 2) * 8192;
-                        if leader {
-                            hopper::bulk_wait_group_read::<1>();
-                        }
+                        // The leader's bulk-group operations are predicated, not branched
+                        // around: see `hopper::tma_store_2d_commit_if`.
+                        hopper::bulk_wait_group_read_if::<1>(leader);
                         hopper::named_barrier_sync(1 + half, 128);
                         let (alpha, relu) = (self.epi.alpha, self.epi.relu);
                         T::stage_box::<O, $bx, PLAIN>(acc, at, alpha, relu, rr, q);
                         hopper::fence_proxy_async_shared();
                         hopper::named_barrier_sync(1 + half, 128);
-                        if leader {
-                            hopper::tma_store_2d(self.map_c, (x0 + 64 * $bx) as i32, y, at);
-                            hopper::bulk_commit_group();
-                        }
+                        let x = (x0 + 64 * $bx) as i32;
+                        hopper::tma_store_2d_commit_if(leader, self.map_c, x, y, at);
                     }
                 };
             }

@@ -128,9 +128,11 @@ macro_rules! width {
                     if PLAIN {
                         return v;
                     }
+                    // The direct stores' NaN-keeping max: the same bits, −0 included
+                    // (α < 0 makes −0 of +0; `max.NaN` returns +0 there).
                     let v = alpha * v;
-                    if relu != 0 && v < 0.0 {
-                        0.0
+                    if relu != 0 {
+                        crate::gpu::max_nan(v, 0.0)
                     } else {
                         v
                     }
