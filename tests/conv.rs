@@ -432,11 +432,7 @@ fn a_cut_launch_is_one_block_per_segment_and_refused_past_the_sms() {
     ] {
         let blocks = tma::cut_grid(tiles, n, 132).expect("fits");
         assert_eq!(blocks, tiles * n);
-        let sk = StreamK {
-            tiles,
-            k_tiles: k,
-            blocks,
-        };
+        let sk = StreamK::new(tiles, k, blocks);
         let mut seen = vec![0u32; (tiles * k) as usize];
         for b in 0..blocks {
             let segs: Vec<_> = sk.segments(b).collect();

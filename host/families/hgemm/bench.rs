@@ -110,6 +110,8 @@ pub struct BenchRow {
     pub tuning: Option<&'static str>,
     /// `wgmma_ws`'s tile width and cut.
     pub tile: Option<WsTile>,
+    /// Whether the tile ran with the stream-K tail (`wgmma_sk`, `RUSTILE_HGEMM_SK_TAIL=1`).
+    pub stream_k_tail: bool,
     /// The matrices each launch copied through aligned scratch (inside the timed interval).
     pub padded: PadPlan,
     /// rustile, event-timed.
@@ -137,6 +139,9 @@ impl crate::results::ResultRow for BenchRow {
         }
         if let Some(t) = self.tile.filter(|t| t.cut > 1) {
             tags.push(format!("cut={}", t.cut));
+        }
+        if self.stream_k_tail {
+            tags.push("sk-tail".into());
         }
         crate::results::RowId {
             kernel: match (self.tuning, self.tile) {
@@ -208,6 +213,7 @@ pub fn bench_with(
         })
         .collect::<Result<Vec<_>>>()?;
     let (used, padded, tile) = (preps[0].variant(), preps[0].padding(), preps[0].tile());
+    let stream_k_tail = preps[0].stream_k_tail();
     // `pairing`: each settled alone, or interleaved rep by rep (`harness::Pairing`).
     let outs = std::cell::RefCell::new(outs);
     let (ours, theirs) = pairing.time(
@@ -244,6 +250,7 @@ pub fn bench_with(
             .filter(|_| used == Variant::MmaPipeline)
             .map(|t| t.name),
         tile,
+        stream_k_tail,
         padded,
         tflops: tf(&ours),
         cublas_tflops: tf(&theirs),

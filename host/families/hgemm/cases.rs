@@ -139,6 +139,10 @@ pub fn gpu_runs(gpu: &Gpu, quick: bool) -> Vec<GpuRun> {
         // Two or three 128 × 128 tiles per block of the persistent grid, a short K with a tail:
         // the ping-pong tile's alternation between its consumers.
         (4100, 1100, 200),
+        // 22 × 11 = 242 wide tiles: one whole wave of 132 and a partial one of 110, each
+        // tile's 11 k-tiles (K = 700, a tail) — what the stream-K tail (RUSTILE_HGEMM_SK_TAIL=1)
+        // cuts, its 16-bit output through the TMA-store epilogue, its f32 one with β and bias.
+        (2700, 2600, 700),
     ] {
         for b in [BLayout::RowMajor, BLayout::Transposed] {
             cases.push((Problem::new(DType::F16, m, n, k).with_b(b), false));

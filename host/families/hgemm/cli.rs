@@ -296,6 +296,9 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                         (None, Some(t)) => t.label(),
                         (None, None) => row.variant.name().to_owned(),
                     };
+                    if row.stream_k_tail {
+                        kernel += " sk-tail";
+                    }
                     if !row.padded.is_empty() {
                         kernel += &format!("+pad({})", row.padded.tag());
                     }

@@ -108,6 +108,28 @@ fn staged_epilogue(p: &Problem, tile: WsTile, c: u64, bias: bool) -> bool {
         && (p.ldc * p.out.bytes()).is_multiple_of(16)
 }
 
+/// Whether `p` (as the kernel reads it) on `tile` takes the stream-K tail ([`sk_tail`] on):
+/// the whole 128 × 256 tile, K > 0, more tiles than the persistent grid's blocks with a partial
+/// last wave whose k-iterations give every block at least four, and `tiles · k_tiles` below
+/// 2³² (the kernel's 32-bit walk). A 16-bit output must also leave through the TMA-store
+/// epilogue (`c_staged`: [`staged_epilogue`] for C in place), the only one those kernels have.
+/// Returns the tiles done whole before the tail (`StreamK::tail`'s `dp_tiles`).
+fn stream_k_tail_fits(p: &Problem, tile: WsTile, sms: u32, c_staged: bool) -> Option<u32> {
+    use rustile_kernels::gpu::sched::{persistent_grid, StreamK};
+    let wide = tile == WsTile::WIDE && tile.info().is_ok_and(|k| k.name == v03_wgmma_ws::INFO.name);
+    if !wide || p.k == 0 || (p.out != DType::F32 && !c_staged) {
+        return None;
+    }
+    let tiles = TileGrid::new(p.m as u32, p.n as u32, 128, 256, 1).tiles();
+    let k_tiles = p.k.div_ceil(v03_wgmma_ws::BK as usize) as u64;
+    let blocks = persistent_grid(tiles, sms);
+    let rest = u64::from(tiles % blocks);
+    let fits = tiles > blocks
+        && rest * k_tiles >= 4 * u64::from(blocks)
+        && u64::from(tiles) * k_tiles < 1 << 32;
+    fits.then(|| StreamK::tail(tiles, k_tiles as u32, blocks).dp_tiles)
+}
+
 /// A problem bound to its buffers and kernel, ready to launch repeatedly (the tensor maps are
 /// built once). On the padded path it owns the scratch copies of the operands that are not
 /// aligned for the kernel ([`PadPlan`]); each launch copies into them first.
@@ -128,6 +150,8 @@ pub struct Prepared {
     /// The TMA-store epilogue: the address of C its tensor map holds (`None`: direct stores).
     /// A launch into another buffer stores directly.
     c_map: Option<u64>,
+    /// The stream-K tail (`wgmma_sk`): the tiles its launch runs whole before the tail.
+    sk_dp: Option<u32>,
     /// A cut's workspace (partial-sum slots, then flags the kernel leaves zero), behind a lock
     /// like the scratch: launches on several streams use it in turn, ordered by its guard.
     ws: Option<Mutex<CudaSlice<f32>>>,
@@ -307,8 +331,19 @@ pub fn prepare_with(
     }
     // A selected kernel may have fallen back to `mma`.
     let tile = tile.filter(|_| variant == Variant::WgmmaWs);
+    // The TMA-store epilogue writes C in place (not through C's scratch).
+    let c_addr = c.addr(stream);
+    let c_staged = |t: WsTile| {
+        pad.pitch(Operand::C).is_none() && staged_epilogue(&q, t, c_addr, bias.is_some())
+    };
+    // The stream-K tail (an experiment): the wide tile's record becomes `wgmma_sk` where it
+    // applies, with the tiles it runs whole before the tail.
+    let sk_dp = tile
+        .filter(|_| sk_tail())
+        .and_then(|t| stream_k_tail_fits(&q, t, sms, c_staged(t)));
     // Block, shared bytes and grid come from the record that runs.
     let info = match tile {
+        Some(_) if sk_dp.is_some() => &v03_wgmma_ws::INFO_SK,
         Some(t) => t.info()?,
         None => variant.kernel(tuning),
     };
@@ -374,14 +409,9 @@ pub fn prepare_with(
         grid = (cluster * pairs.persistent_grid(fits.min(sms / cluster)), 1);
     }
     let at = |op: Operand, i: usize| scratch.addr(op, stream).unwrap_or(addrs[i]);
-    // The TMA-store epilogue writes C in place (not through C's scratch).
-    let c_addr = c.addr(stream);
+    // The stream-K tail's 16-bit kernels store only through C's map.
     let c_map = tile
-        .is_some_and(|t| {
-            tma_store()
-                && pad.pitch(Operand::C).is_none()
-                && staged_epilogue(&q, t, c_addr, bias.is_some())
-        })
+        .is_some_and(|t| (tma_store() || sk_dp.is_some()) && c_staged(t))
         .then_some(c_addr);
     let maps = match tile {
         Some(t) => Some(tensor_maps(
@@ -394,8 +424,14 @@ pub fn prepare_with(
         )?),
         None => None,
     };
-    // A cut's workspace, zeroed (the flags must start at zero; the kernel leaves them so).
-    let ws = match tile.map_or(0, |t| t.workspace_words(p, sms)) {
+    // A cut's or the stream-K tail's workspace, zeroed (the flags must start at zero; the
+    // kernel leaves them so).
+    let words = match (tile, sk_dp) {
+        (Some(_), Some(_)) => v03_wgmma_ws::cut_words(v03_wgmma_ws::BN, grid.0),
+        (Some(t), None) => t.workspace_words(p, sms),
+        (None, _) => 0,
+    };
+    let ws = match words {
         0 => None,
         words => Some(Mutex::new(gpu.alloc::<f32>(words, "hgemm cut workspace")?)),
     };
@@ -419,6 +455,7 @@ pub fn prepare_with(
         group,
         tile,
         c_map,
+        sk_dp,
         ws,
         pad,
         scratch: Mutex::new(scratch),
@@ -476,6 +513,11 @@ impl Prepared {
     /// `wgmma_ws`'s tile width and cut (`None` for the other kernels).
     pub fn tile(&self) -> Option<WsTile> {
         self.tile
+    }
+
+    /// Whether it runs the 128 × 256 tile with the stream-K tail (`wgmma_sk`, [`sk_tail`]).
+    pub fn stream_k_tail(&self) -> bool {
+        self.sk_dp.is_some()
     }
 
     /// The matrices each launch copies through aligned scratch (empty: none).
@@ -559,9 +601,18 @@ impl Prepared {
             w.device_ptr_mut(stream)
         });
         let ws_ptr = ws.as_ref().map_or(0, |(ptr, _guard)| *ptr);
-        let cut = self.tile.map_or(1, |t| t.cut);
+        // The stream-K tail's kernel takes its whole tiles in `cut`.
+        let cut = self.sk_dp.unwrap_or(self.tile.map_or(1, |t| t.cut));
         // The TMA-store epilogue where C is the buffer its map holds and nothing is read.
         let store = self.c_map == Some(kc) && bias_ptr == 0 && q.beta == 0.0;
+        if self.sk_dp.is_some() && q.out != DType::F32 && !store {
+            return Err(Error::Usage(format!(
+                "hgemm {} with the stream-K tail (RUSTILE_HGEMM_SK_TAIL=1): its 16-bit kernel \
+                 stores only through the TMA-store epilogue, into the C buffer `prepare` saw, \
+                 without bias or β; prepare again for this launch",
+                p.shape()
+            )));
+        }
         let args = match &maps {
             Some((maps_ptr, _guard)) => vec![
                 Arg::Ptr(*maps_ptr),
@@ -602,7 +653,11 @@ impl Prepared {
         // shared memory were checked by `prepare`, and for a cut the tile (`WsTile::check`: at
         // most one block per SM, so all are resident) and its workspace of `cut_words` for that
         // grid, owned by `self`, its flags zero (allocated zeroed, left zero by every launch);
-        // every stream guard (the maps', the
+        // for the stream-K tail (`wgmma_sk`) the persistent grid of at most one block per SM
+        // (all resident), `cut` its whole tiles (`StreamK::tail`: a multiple of the grid, at
+        // most the tiles), its workspace `cut_words(256, grid)` likewise, and its 16-bit
+        // kernels, which store only through C's map, launched only with `store` (checked
+        // above); every stream guard (the maps', the
         // scratch's in `started`) lives until the launch is enqueued.
         unsafe { plan.enqueue(&self.func, stream) }.map_err(|e| {
             e.context(|| format!("launching hgemm/{} {}", self.variant.name(), p.shape()))
@@ -632,6 +687,34 @@ mod tests {
 
     /// Which products the TMA-store epilogue takes (a check by record address missed every
     /// one once: each use of a `const` record is its own value).
+    #[test]
+    fn stream_k_tail_takes_the_wide_tile_past_whole_waves_with_a_long_enough_tail() {
+        let f16 = |m, n, k| Problem::new(DType::F16, m, n, k);
+        let wide = WsTile::WIDE;
+        // 4096³: 512 tiles, 3 whole waves of 132, then 116 tiles' 64 k-tiles shared out.
+        assert_eq!(stream_k_tail_fits(&f16(4096, 4096, 4096), wide, 132, true), Some(396));
+        // 8192³: 2048 tiles, 15 whole waves.
+        assert_eq!(stream_k_tail_fits(&f16(8192, 8192, 8192), wide, 132, true), Some(1980));
+        // The validation case: 22 × 11 tiles, one whole wave.
+        assert_eq!(stream_k_tail_fits(&f16(2700, 2600, 700), wide, 132, true), Some(132));
+        // An f32 output needs no staging (its direct stores read β·C and the bias).
+        let mut f32_out = f16(4096, 4096, 4096);
+        f32_out.out = DType::F32;
+        assert_eq!(stream_k_tail_fits(&f32_out, wide, 132, false), Some(396));
+        // Not: a 16-bit output that cannot leave through the TMA stores, K = 0, one wave or
+        // less, whole waves only, a tail under four k-tiles per block, another tile.
+        assert_eq!(stream_k_tail_fits(&f16(4096, 4096, 4096), wide, 132, false), None);
+        assert_eq!(stream_k_tail_fits(&f16(4096, 4096, 0), wide, 132, true), None);
+        assert_eq!(stream_k_tail_fits(&f16(1024, 1024, 1024), wide, 132, true), None);
+        assert_eq!(stream_k_tail_fits(&f16(3072, 2816, 4096), wide, 132, true), None);
+        assert_eq!(stream_k_tail_fits(&f16(133 * 128, 256, 64), wide, 132, true), None);
+        assert_eq!(stream_k_tail_fits(&f16(133 * 128, 256, 4 * 64 * 132), wide, 132, true), Some(132));
+        let n128 = WsTile::whole(128, 128);
+        assert_eq!(stream_k_tail_fits(&f16(4096, 4096, 4096), n128, 132, true), None);
+        // The kernel's walk is 32-bit: tiles · k_tiles below 2³².
+        assert_eq!(stream_k_tail_fits(&f16(1 << 16, 1 << 16, 1 << 21), wide, 132, true), None);
+    }
+
     #[test]
     fn staged_epilogue_takes_the_wide_tile_with_a_16_bit_output_and_nothing_to_read() {
         let p = Problem::new(DType::F16, 1000, 1096, 520);

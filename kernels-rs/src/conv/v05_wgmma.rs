@@ -693,7 +693,7 @@ mod device {
         } else if T::CTAS > 1 {
             ws::run::<_, PRODUCER_REGS_X2, CONSUMER_REGS_X2>(&conv, grid, r * s * c_chunks);
         } else if T::BN <= 128 && stream_k != 0 {
-            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks, 0);
         } else {
             ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&conv, grid, r * s * c_chunks);
         }

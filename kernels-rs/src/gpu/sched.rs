@@ -143,6 +143,10 @@ pub struct StreamK {
     pub k_tiles: u32,
     /// Blocks (≥ 1, at most `tiles · k_tiles`).
     pub blocks: u32,
+    /// Tiles done whole before the stream-K range, as the persistent walk does them (block `b`
+    /// takes tiles `b, b + blocks, …` below `dp_tiles`): a multiple of `blocks`, 0 for stream-K
+    /// throughout. See [`StreamK::tail`].
+    pub dp_tiles: u32,
 }
 
 /// A block's share of one tile in a [`StreamK`] walk: k-iterations `kb..ke` of tile `t`.
@@ -174,21 +178,53 @@ impl StreamK {
         }
     }
 
-    /// The first k-iteration (over the whole launch) of block `b`'s range; `start(blocks)` is
-    /// the total. The first `total % blocks` ranges are one longer. 32-bit arithmetic: the
-    /// launcher keeps `tiles · k_tiles` below 2³² (one division, no 64-bit one in the
-    /// producer's 40 registers).
+    /// Stream-K over the launch's blocks throughout.
     #[inline(always)]
-    pub const fn start(&self, b: u32) -> u32 {
-        let total = self.tiles * self.k_tiles;
-        let (q, r) = (total / self.blocks, total % self.blocks);
-        b * q + if b < r { b } else { r }
+    pub const fn new(tiles: u32, k_tiles: u32, blocks: u32) -> Self {
+        StreamK {
+            tiles,
+            k_tiles,
+            blocks,
+            dp_tiles: 0,
+        }
     }
 
-    /// Block `b`'s segments, in walk order.
+    /// Data-parallel + stream-K (the hybrid of the Stream-K paper, §5): the whole waves of
+    /// tiles go as the persistent walk (one tile per block per wave), and only the tiles of the
+    /// last, partial wave are shared out as k-iterations. Each block's share of that tail is
+    /// under one tile, so it cuts at most two tiles; the tiles in flight at any time stay a
+    /// band of consecutive tiles of the grouped order (L2 reuse), which stream-K over every
+    /// tile would scatter across the whole product. With no partial wave it is the persistent
+    /// walk exactly.
+    #[inline(always)]
+    pub const fn tail(tiles: u32, k_tiles: u32, blocks: u32) -> Self {
+        StreamK {
+            tiles,
+            k_tiles,
+            blocks,
+            dp_tiles: tiles / blocks * blocks,
+        }
+    }
+
+    /// The first k-iteration (over the whole launch, `dp_tiles · k_tiles` onwards) of block
+    /// `b`'s stream-K range; `start(blocks)` is the total. The first `rest % blocks` ranges are
+    /// one longer. 32-bit arithmetic: the launcher keeps `tiles · k_tiles` below 2³² (one
+    /// division, no 64-bit one in the producer's 40 registers).
+    #[inline(always)]
+    pub const fn start(&self, b: u32) -> u32 {
+        let rest = (self.tiles - self.dp_tiles) * self.k_tiles;
+        let (q, r) = (rest / self.blocks, rest % self.blocks);
+        self.dp_tiles * self.k_tiles + b * q + if b < r { b } else { r }
+    }
+
+    /// Block `b`'s segments, in walk order: its whole tiles below `dp_tiles`, then its
+    /// stream-K range.
     #[inline(always)]
     pub const fn segments(&self, b: u32) -> Segments {
         Segments {
+            dp_next: b,
+            dp_stride: self.blocks,
+            dp_end: self.dp_tiles,
             next: self.start(b),
             end: self.start(b + 1),
             k_tiles: self.k_tiles,
@@ -199,6 +235,9 @@ impl StreamK {
 /// A block's walk over its [`StreamK`] range ([`StreamK::segments`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Segments {
+    dp_next: u32,
+    dp_stride: u32,
+    dp_end: u32,
     next: u32,
     end: u32,
     k_tiles: u32,
@@ -208,6 +247,15 @@ impl Iterator for Segments {
     type Item = Segment;
     #[inline(always)]
     fn next(&mut self) -> Option<Segment> {
+        if self.dp_next < self.dp_end {
+            let t = self.dp_next;
+            self.dp_next += self.dp_stride;
+            return Some(Segment {
+                t,
+                kb: 0,
+                ke: self.k_tiles,
+            });
+        }
         if self.next >= self.end {
             return None;
         }
@@ -273,26 +321,82 @@ mod tests {
             (3, 1, 3),
             (13, 64, 132),
         ] {
-            let sk = StreamK {
-                tiles,
-                k_tiles: k,
-                blocks,
-            };
-            let mut seen = std::vec![0u32; (tiles * k) as usize];
-            for b in 0..blocks {
-                let segs: std::vec::Vec<Segment> = sk.segments(b).collect();
-                for (i, s) in segs.iter().enumerate() {
-                    assert!(s.kb < s.ke && s.ke <= k && s.t < tiles);
-                    // Only the first segment of a walk starts inside a tile, only the last ends
-                    // inside one.
-                    assert!(s.kb == 0 || i == 0);
-                    assert!(s.ke == k || i + 1 == segs.len());
-                    for j in s.kb..s.ke {
-                        seen[(s.t * k + j) as usize] += 1;
-                    }
-                }
-            }
-            assert!(seen.iter().all(|&c| c == 1), "{tiles} {k} {blocks}");
+            check_stream_k(StreamK::new(tiles, k, blocks));
         }
+    }
+
+    /// Every k-iteration once; only a walk's first segment starts inside a tile and only its
+    /// last ends inside one; a tile's later segments belong to the blocks after its first
+    /// segment's, in order, each segment starting where the one before it ended (what the
+    /// fix-up's flag walk assumes); whole tiles below `dp_tiles`, the persistent walk's.
+    fn check_stream_k(sk: StreamK) {
+        let (tiles, k, blocks) = (sk.tiles, sk.k_tiles, sk.blocks);
+        let mut seen = std::vec![0u32; (tiles * k) as usize];
+        let mut owners = std::vec![std::vec::Vec::new(); tiles as usize];
+        for b in 0..blocks {
+            let segs: std::vec::Vec<Segment> = sk.segments(b).collect();
+            let whole = segs.iter().take_while(|s| s.t < sk.dp_tiles).count();
+            let persistent = TileGrid {
+                tiles_m: 1,
+                tiles_n: sk.dp_tiles,
+                group: 1,
+            }
+            .persistent(b, blocks);
+            assert!(segs[..whole].iter().map(|s| s.t).eq(persistent));
+            for (i, s) in segs.iter().enumerate() {
+                assert!(s.kb < s.ke && s.ke <= k && s.t < tiles);
+                assert!(s.kb == 0 || i == whole, "{sk:?} block {b}");
+                assert!(s.ke == k || i + 1 == segs.len(), "{sk:?} block {b}");
+                for j in s.kb..s.ke {
+                    seen[(s.t * k + j) as usize] += 1;
+                }
+                owners[s.t as usize].push((b, s.kb, s.ke));
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{sk:?}");
+        for segs in owners {
+            for w in segs.windows(2) {
+                assert_eq!(
+                    w[1].0,
+                    w[0].0 + 1,
+                    "{sk:?}: a tile's segments on consecutive blocks"
+                );
+                assert_eq!(w[1].1, w[0].2, "{sk:?}: contiguous");
+            }
+        }
+    }
+
+    #[test]
+    fn stream_k_tail_runs_whole_waves_persistent_and_shares_the_last_one() {
+        // 4096³ on the 128 × 256 tile: 512 tiles of 64 k-tiles on 132 SMs — 396 whole tiles,
+        // then 116 tiles' 7424 k-iterations, 56–57 per block, each block cutting at most two.
+        let sk = StreamK::tail(512, 64, 132);
+        assert_eq!(sk.dp_tiles, 396);
+        assert_eq!(sk.start(132), 512 * 64);
+        assert!((0..132).all(|b| {
+            let n = sk.start(b + 1) - sk.start(b);
+            (56..=57).contains(&n)
+        }));
+        let busiest = (0..132)
+            .map(|b| sk.segments(b).map(|s| s.ke - s.kb).sum::<u32>())
+            .max();
+        assert_eq!(busiest, Some(3 * 64 + 57), "against 4 · 64 for whole tiles");
+        for (tiles, k, blocks) in [
+            (512, 64, 132),
+            (2048, 128, 132),
+            (264, 16, 132),
+            (100, 7, 132),
+            (1, 1, 1),
+            (5, 3, 2),
+            (9, 4, 4),
+            (133, 1, 132),
+        ] {
+            check_stream_k(StreamK::tail(tiles, k, blocks));
+        }
+        // No partial wave: the persistent walk exactly, nothing cut.
+        let whole = StreamK::tail(264, 16, 132);
+        assert_eq!(whole.start(0), whole.start(132));
+        // Fewer tiles than blocks: stream-K throughout.
+        assert_eq!(StreamK::tail(100, 7, 132), StreamK::new(100, 7, 132));
     }
 }

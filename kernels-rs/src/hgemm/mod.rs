@@ -46,6 +46,7 @@ pub const RECORDS: &[&crate::registry::KernelInfo] = &[
     &v03_wgmma_ws::INFO_M64_N128,
     &v03_wgmma_ws::INFO_PP,
     &v03_wgmma_ws::INFO_PAIR,
+    &v03_wgmma_ws::INFO_SK,
     &peak::INFO_MMA,
     &peak::INFO_WGMMA,
 ];

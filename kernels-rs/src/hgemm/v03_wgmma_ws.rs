@@ -14,6 +14,11 @@
 //!   each, `tiles · cut` blocks all resident at once; the block holding a tile's first segment
 //!   adds the others' f32 partial sums and finishes the tile (the stream-K walk and fix-up of
 //!   `tc::ws::run_stream_k` on a grid of whole segments) — split-K without a second kernel.
+//! - **Stream-K tail** (`wgmma_sk`, an experiment: the 128 × 256 tile): the whole waves of
+//!   tiles go as the persistent walk, and only the last, partial wave's k-iterations are shared
+//!   evenly over the persistent grid (`StreamK::tail`), the same fix-up finishing the tiles it
+//!   cuts. At 4096³ (512 tiles on 132 SMs) the busiest block then computes 3 · 64 + 57
+//!   k-tiles instead of 4 · 64.
 //! - **Ring**: [`stages`] stages of A (128 × 64) and B (BN × 64) in 128-byte-swizzled shared
 //!   memory, a [`TmaRing`](crate::gpu::ring::TmaRing): a `full` mbarrier per stage
 //!   counts the TMA bytes in; an `empty` mbarrier per stage counts the eight consumer warps out.
@@ -206,6 +211,17 @@ ws_record!(INFO_PP, SYMBOLS_PP, "wgmma_pp", Tuning, HOPPER_TMA, 128, 128, 2, sha
     hgemm_wgmma_pp_bf16_f32_bt => (Bf16, F32, Bt, N128Bf16, OutF32, 0);
 ]);
 
+ws_record!(INFO_SK, SYMBOLS_SK, "wgmma_sk", Tuning, HOPPER_TMA, 128, 256, 4, SHARED_BYTES_STAGED, [
+    hgemm_wgmma_sk_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
+    hgemm_wgmma_sk_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
+    hgemm_wgmma_sk_bf16_bf16_bn => (Bf16, Bf16, Bn, N256Bf16, OutBf16, 1);
+    hgemm_wgmma_sk_bf16_f32_bn => (Bf16, F32, Bn, N256Bf16, OutF32, 1);
+    hgemm_wgmma_sk_f16_f16_bt => (F16, F16, Bt, N256F16, OutF16, 0);
+    hgemm_wgmma_sk_f16_f32_bt => (F16, F32, Bt, N256F16, OutF32, 0);
+    hgemm_wgmma_sk_bf16_bf16_bt => (Bf16, Bf16, Bt, N256Bf16, OutBf16, 0);
+    hgemm_wgmma_sk_bf16_f32_bt => (Bf16, F32, Bt, N256Bf16, OutF32, 0);
+]);
+
 ws_record!(INFO_PAIR, SYMBOLS_PAIR, "wgmma_pair", Tuning, HOPPER_TMA_PAIR, 128, 256, 3, SHARED_BYTES_STAGED, [
     hgemm_wgmma_pair_f16_f16_bn => (F16, F16, Bn, N256F16, OutF16, 1);
     hgemm_wgmma_pair_f16_f32_bn => (F16, F32, Bn, N256F16, OutF32, 1);
@@ -271,8 +287,9 @@ mod device {
         const A_BYTES: u32 = Self::ROWS * BK * 2;
         /// Whether the kernel has the staging for the TMA-store epilogue: the whole 128 × 256
         /// tile (alone or in clustered pairs) with a 16-bit output.
-        const STAGED: bool =
-            (SPLIT == 0 || SPLIT == 3) && T::BN == BN && core::mem::size_of::<O::Store>() == 2;
+        const STAGED: bool = (SPLIT == 0 || SPLIT == 3 || SPLIT == 4)
+            && T::BN == BN
+            && core::mem::size_of::<O::Store>() == 2;
 
         /// The epilogue through shared memory and TMA stores (C = α·acc, ReLU; the host sends
         /// only β = 0 without bias here): consumer `half`'s 64 × 256 leaves as four 64 × 64
@@ -449,7 +466,10 @@ mod device {
 
         #[inline(always)]
         unsafe fn finish(&self, acc: &mut T::Acc, tile: (u32, u32), half: u32) {
-            if Self::STAGED && !self.map_c.is_null() {
+            // The stream-K tail's 16-bit kernels have only the staged epilogue (the host sends
+            // them nothing else): with the direct stores beside it, its fix-up's live state
+            // made ptxas spill.
+            if Self::STAGED && (SPLIT == 4 || !self.map_c.is_null()) {
                 self.finish_staged(acc, tile, half);
                 return;
             }
@@ -564,8 +584,11 @@ mod device {
     /// 64 × 2·BN tiles, the consumers splitting the columns (A's map has 64-row boxes); 2: 128 ×
     /// BN tiles, each computed by one consumer ([`PpGemm`], ping-pong; `cut` ignored); 3: 128 × BN
     /// tiles in vertical pairs, one per cluster of two blocks sharing B by multicast
-    /// ([`pair::run_pair`]; `cut` ignored). `store` non-zero (the whole 128 × 256 tile, alone
-    /// or paired, with a 16-bit output only; the host passes it with β = 0 and no bias): C's
+    /// ([`pair::run_pair`]; `cut` ignored); 4: 128 × BN tiles with the stream-K tail
+    /// ([`ws::run_stream_k`] with `tail`: a persistent grid of at most one block per SM, `ws`
+    /// holding [`cut_words`] words for it, the flags zero; `cut` ignored). `store` non-zero
+    /// (the whole 128 × 256 tile, alone, paired or with the stream-K tail, with a 16-bit output
+    /// only; the host passes it with β = 0 and no bias): C's
     /// tensor map is at byte 256 of `maps` and the epilogue goes through shared memory and TMA
     /// stores.
     #[allow(clippy::too_many_arguments)]
@@ -586,7 +609,10 @@ mod device {
         cut: u32,
         store: u32,
     ) {
+        let cut_arg = cut;
         let cut = SPLIT < 2 && can_cut(T::BN) && cut > 1;
+        // Partial sums and flags: a cut, or the stream-K tail.
+        let partials = cut || SPLIT == 4;
         let epi = Epilogue {
             c,
             ldc,
@@ -621,7 +647,7 @@ mod device {
             epi,
             kb: core::cell::Cell::new(0),
             slots: ws,
-            flags: if cut {
+            flags: if partials {
                 ws.add((gpu::grid_dim_x() * 2 * 64 * T::BN) as usize) as *mut u32
             } else {
                 core::ptr::null_mut()
@@ -648,8 +674,11 @@ mod device {
             WsGemm::<T, O, TRANS_B, SPLIT>::COLS,
             group,
         );
-        if cut {
-            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles);
+        if SPLIT == 4 {
+            // `cut` carries the tiles done whole before the stream-K range.
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles, cut_arg);
+        } else if cut {
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles, 0);
         } else {
             ws::run::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles);
         }

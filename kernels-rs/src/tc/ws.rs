@@ -389,7 +389,10 @@ pub unsafe fn run_pingpong<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER
 }
 
 /// [`run`] with stream-K: the launch's `grid.tiles() · k_tiles` k-iterations in one contiguous
-/// range per block ([`StreamK`]); `k_tiles_of` is not consulted (every tile has `k_tiles`). The
+/// range per block ([`StreamK::new`]: `dp_tiles` = 0), or only those of the tiles from
+/// `dp_tiles` on, the tiles before going whole as [`run`]'s persistent walk (the stream-K tail,
+/// [`StreamK::tail`]'s `dp_tiles`, which the launcher computes: no division here);
+/// `k_tiles_of` is not consulted (every tile has `k_tiles`). The
 /// same loops as [`run`] over segments instead of tiles (kept apart so that `run`'s kernels
 /// compile exactly as before), plus [`stream_k_fixup`] before each `finish`.
 ///
@@ -402,11 +405,13 @@ pub unsafe fn run_stream_k<K: WsKernel, const PRODUCER_REGS: u32, const CONSUMER
     k: &K,
     grid: TileGrid,
     k_tiles: u32,
+    dp_tiles: u32,
 ) {
     let sk = StreamK {
         tiles: grid.tiles(),
         k_tiles,
         blocks: gpu::grid_dim_x(),
+        dp_tiles,
     };
     let tid = gpu::thread_idx_x();
     let ring = TmaRing::carve(gpu::dynamic_shared_base(), K::STAGE_BYTES, K::STAGES);
