@@ -834,6 +834,66 @@ fn hgemm_tma_store_epilogue_matches_direct_stores() {
     }
 }
 
+/// The wide tile with the stream-K tail (`wgmma_sk`) against float64 on a product it cuts
+/// (22 × 11 tiles: one whole wave of 132, then 110 tiles' k-iterations shared by every block):
+/// a 16-bit C through its TMA-store epilogue, an f32 C with β and a bias through its direct
+/// stores; and a launch its 16-bit kernel cannot stage (another C) refused, not run.
+#[test]
+#[ignore = "needs a GPU"]
+fn hgemm_stream_k_tail_validates_where_it_cuts_tiles() {
+    use rustile::hgemm::{self, BLayout, Out, Problem, Variant};
+    use rustile::{DType, Error};
+    let gpu = gpu();
+    if gpu.flavour() != rustile::ptx::Flavour::Sm90a || gpu.info().sm_count != 132 {
+        println!("SKIPPED: needs sm_90a with 132 SMs (the case is sized for its waves)");
+        return;
+    }
+    let opts = hgemm::Options {
+        variant: Some(Variant::WgmmaWs),
+        tile: Some(hgemm::WsTile::WIDE),
+        stream_k_tail: Some(true),
+        ..Default::default()
+    };
+    for (ty, out, beta, bias, b) in [
+        (DType::F16, DType::F16, 0.0, false, BLayout::RowMajor),
+        (DType::Bf16, DType::Bf16, 0.0, false, BLayout::Transposed),
+        (DType::Bf16, DType::F32, 0.5, true, BLayout::RowMajor),
+        (DType::F16, DType::F32, 0.0, false, BLayout::Transposed),
+    ] {
+        let mut p = Problem::new(ty, 2700, 2600, 700).with_b(b);
+        (p.out, p.beta) = (out, beta);
+        let r = hgemm::validate_with(&gpu, &opts, &p, bias, 21)
+            .unwrap_or_else(|e| panic!("{} {}: {e}", p.shape(), out.name()));
+        assert!(
+            r.checked > 0,
+            "{} {}: nothing compared",
+            p.shape(),
+            out.name()
+        );
+    }
+    // The tail was taken, and its 16-bit kernel refuses a C it has no tensor map for.
+    let p = Problem::new(DType::F16, 2700, 2600, 700);
+    let [la, lb, lc] = p.lens().unwrap();
+    let a = gpu.upload(&vec![0x3c00u16; la], "a").unwrap();
+    let bm = gpu.upload(&vec![0x3c00u16; lb], "b").unwrap();
+    let mut c1 = gpu.upload(&vec![0u16; lc], "c1").unwrap();
+    let mut c2 = gpu.upload(&vec![0u16; lc], "c2").unwrap();
+    let prep =
+        hgemm::prepare_with(&gpu, &opts, &p, &a, &bm, &mut Out::Half(&mut c1), None).unwrap();
+    assert!(prep.stream_k_tail() && prep.tma_store());
+    let e = prep
+        .launch(gpu.stream(), &a, &bm, &mut Out::Half(&mut c2), None)
+        .unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e}");
+    // All ones: every element of C is K.
+    prep.launch(gpu.stream(), &a, &bm, &mut Out::Half(&mut c1), None)
+        .unwrap();
+    let got = gpu.download(&c1, "c1").unwrap();
+    assert!(got
+        .iter()
+        .all(|&v| half::f16::from_bits(v).to_f32() == 700.0));
+}
+
 #[test]
 #[ignore = "needs a GPU"]
 fn dispatcher_runs_the_one_wave_tile_on_unaligned_views() {

@@ -24,6 +24,8 @@ trap fin EXIT
 show() { grep -E "^\|" "$1" | grep -v -- "---" | cut -d'|' -f2-9; }
 ( RUSTILE_HGEMM_TMA_STORE=1 timeout 90 bin/test-gpu --ignored --exact hgemm_tma_store_epilogue_matches_direct_stores --nocapture ) > $O/test.log 2>&1
 echo "bitwise test rc=$? ${SECONDS}s"; tail -3 $O/test.log
+( timeout 90 bin/test-gpu --ignored --exact hgemm_stream_k_tail_validates_where_it_cuts_tiles --nocapture ) > $O/test-sk.log 2>&1
+echo "stream-K tail test rc=$? ${SECONDS}s"; tail -3 $O/test-sk.log
 H="$R hgemm bench --types f16,bf16 --b bn,bt --timing interleaved --reps 30 --warmup 5 --rows 128 --width 256"
 # mode: d = direct stores, s = TMA stores, k = TMA stores + stream-K tail
 for run in "4096 d" "4096 s" "4096 k" "8192 s" "8192 k" "8192 d"; do

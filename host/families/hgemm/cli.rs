@@ -281,6 +281,8 @@ fn bench(gpu: &Gpu, a: &BenchArgs) -> Result<()> {
                             tile_opt(v, *tile_rows, *width, *cut)
                         },
                         padding: *padding,
+                        // The environment's (`RUSTILE_HGEMM_SK_TAIL`), as the other experiments.
+                        stream_k_tail: None,
                     };
                     progress.step(&format!(
                         "hgemm {} {} {} {}",

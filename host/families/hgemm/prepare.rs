@@ -180,6 +180,9 @@ pub struct Options {
     /// Whether operands the aligned-only kernels cannot read in place are copied into aligned
     /// scratch ([`Padding::Auto`], the default) or refused.
     pub padding: Padding,
+    /// Whether the wide tile may take the stream-K tail where it applies (`wgmma_sk`, an
+    /// experiment; `None`: [`sk_tail`], the environment's `RUSTILE_HGEMM_SK_TAIL`).
+    pub stream_k_tail: Option<bool>,
 }
 
 impl Options {
@@ -339,7 +342,7 @@ pub fn prepare_with(
     // The stream-K tail (an experiment): the wide tile's record becomes `wgmma_sk` where it
     // applies, with the tiles it runs whole before the tail.
     let sk_dp = tile
-        .filter(|_| sk_tail())
+        .filter(|_| opts.stream_k_tail.unwrap_or_else(sk_tail))
         .and_then(|t| stream_k_tail_fits(&q, t, sms, c_staged(t)));
     // Block, shared bytes and grid come from the record that runs.
     let info = match tile {
