@@ -222,9 +222,11 @@ impl StreamK {
     #[inline(always)]
     pub const fn segments(&self, b: u32) -> Segments {
         Segments {
-            dp_next: b,
-            dp_stride: self.blocks,
-            dp_end: self.dp_tiles,
+            whole: Persistent {
+                next: b,
+                stride: self.blocks,
+                end: self.dp_tiles,
+            },
             next: self.start(b),
             end: self.start(b + 1),
             k_tiles: self.k_tiles,
@@ -235,9 +237,8 @@ impl StreamK {
 /// A block's walk over its [`StreamK`] range ([`StreamK::segments`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Segments {
-    dp_next: u32,
-    dp_stride: u32,
-    dp_end: u32,
+    /// The whole tiles below `dp_tiles`: the persistent walk's.
+    whole: Persistent,
     next: u32,
     end: u32,
     k_tiles: u32,
@@ -247,9 +248,7 @@ impl Iterator for Segments {
     type Item = Segment;
     #[inline(always)]
     fn next(&mut self) -> Option<Segment> {
-        if self.dp_next < self.dp_end {
-            let t = self.dp_next;
-            self.dp_next += self.dp_stride;
+        if let Some(t) = self.whole.next() {
             return Some(Segment {
                 t,
                 kb: 0,

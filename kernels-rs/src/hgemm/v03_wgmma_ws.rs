@@ -609,7 +609,8 @@ mod device {
         cut: u32,
         store: u32,
     ) {
-        let cut_arg = cut;
+        // `SPLIT` = 4: `cut` carries the tiles done whole before the stream-K range.
+        let dp_tiles = cut;
         let cut = SPLIT < 2 && can_cut(T::BN) && cut > 1;
         // Partial sums and flags: a cut, or the stream-K tail.
         let partials = cut || SPLIT == 4;
@@ -675,8 +676,7 @@ mod device {
             group,
         );
         if SPLIT == 4 {
-            // `cut` carries the tiles done whole before the stream-K range.
-            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles, cut_arg);
+            ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles, dp_tiles);
         } else if cut {
             ws::run_stream_k::<_, PRODUCER_REGS, CONSUMER_REGS>(&gemm, grid, k_tiles, 0);
         } else {
