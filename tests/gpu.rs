@@ -779,7 +779,7 @@ fn hgemm_tma_store_epilogue_matches_direct_stores() {
     use rustile::DType;
     let gpu = gpu();
     if gpu.flavour() != rustile::ptx::Flavour::Sm90a || !hgemm::tma_store() {
-        println!("SKIPPED: needs sm_90a and RUSTILE_HGEMM_TMA_STORE=1");
+        println!("SKIPPED: needs sm_90a and the TMA-store epilogue on (RUSTILE_HGEMM_TMA_STORE is not 0)");
         return;
     }
     for (ty, b) in [
