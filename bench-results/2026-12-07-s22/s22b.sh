@@ -21,6 +21,6 @@ for run in "4096 s 50 16 0" "4096 pair 50 16 1" "4096 g8 50 8 0" "4096 g32 50 32
   echo "== $1 $2 ${SECONDS}s"; show $O/h$1-$2.log
 done
 fin
-( RUSTILE_HGEMM_PAIR=1 timeout 150 $R validate hgemm --quick --seed 22 --case 'wgmma_pair' > $O/validate-pair.log 2>&1; echo "rc=$?" >> $O/validate-pair.log )
+( RUSTILE_HGEMM_PAIR=1 timeout 150 $R validate hgemm --quick --seed 22 --case 'hgemm/wgmma_ws ' > $O/validate-pair.log 2>&1; echo "rc=$?" >> $O/validate-pair.log )
 echo "== validate pair ${SECONDS}s"; grep -iE "fail|mismatch|panic|error" $O/validate-pair.log | head -5; tail -2 $O/validate-pair.log
 echo "total: ${SECONDS}s"
