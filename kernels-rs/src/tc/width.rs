@@ -64,9 +64,7 @@ pub trait Width {
     /// `alpha`, after ReLU (`relu` non-zero; NaN kept) and rounded to the 16-bit `O`, into the
     /// 8 KiB box at `at` (64 rows of 128 bytes, 128-byte swizzle, 1024-aligned): rows `rr` and
     /// `rr + 8`, column `2q + 8j`. Nothing for a box past `BN`. `PLAIN`: the caller knows
-    /// α = 1 and no ReLU (the values are only rounded). Warp-collective (`stmatrix`): the
-    /// whole warp calls it, `rr = 16w + lane / 4` and `q = lane % 4` its threads' own (the
-    /// `wgmma` D layout of warp `w` of the warpgroup).
+    /// α = 1 and no ReLU (the values are only rounded).
     unsafe fn stage_box<O: TcOut, const BX: usize, const PLAIN: bool>(
         acc: &Self::Acc,
         at: u32,
@@ -140,31 +138,16 @@ macro_rules! width {
                     }
                 };
                 // One 16-byte chunk per n8 fragment: chunk `c` of row `r` sits at chunk
-                // `c ^ (r % 8)` (TMA's 128-byte swizzle). Two fragments (chunks `c`, `c + 1`)
-                // leave in one `stmatrix.x4`: its four 8 × 8 matrices are rows `16w..16w + 8`
-                // and `16w + 8..16w + 16` of each chunk (`rr = 16w + lane / 4`, the wgmma D
-                // layout), lane `l` giving row `l % 8` of matrix `l / 8`; each matrix's eight
-                // rows land in eight distinct chunks: no bank conflict. A fragment without a
-                // pair (a width of one n8) goes as two 32-bit stores, a quad per chunk.
-                let lane = crate::gpu::thread_idx_x() % 32;
-                let (w16, m) = (rr & !15, lane / 8);
-                let row = w16 + 8 * (m % 2) + lane % 8;
-                let addr = |r: u32, c: u32| at + r * 128 + ((c ^ (r % 8)) * 16);
-                crate::unroll!(4, p, {
-                    let j = 8 * BX + 2 * p;
-                    let frag = |j: usize| {
+                // `c ^ (r % 8)` (TMA's 128-byte swizzle). A quad's four lanes fill one chunk,
+                // the warp's eight rows eight distinct chunks: no bank conflict.
+                let addr = |r: u32, c: u32| at + r * 128 + ((c ^ (r % 8)) * 16) + 4 * q;
+                crate::unroll!(8, c, {
+                    let j = 8 * BX + c;
+                    if j < $n8 {
                         let lo = O::pack2(act(acc[4 * j]), act(acc[4 * j + 1]));
                         let hi = O::pack2(act(acc[4 * j + 2]), act(acc[4 * j + 3]));
-                        (lo, hi)
-                    };
-                    if j + 1 < $n8 {
-                        let ((lo0, hi0), (lo1, hi1)) = (frag(j), frag(j + 1));
-                        let c = 2 * p as u32 + m / 2;
-                        crate::gpu::hopper::stmatrix_x4(addr(row, c), [lo0, hi0, lo1, hi1]);
-                    } else if j < $n8 {
-                        let (lo, hi) = frag(j);
-                        u32::st_shared(addr(rr, 2 * p as u32) + 4 * q, lo);
-                        u32::st_shared(addr(rr + 8, 2 * p as u32) + 4 * q, hi);
+                        u32::st_shared(addr(rr, c as u32), lo);
+                        u32::st_shared(addr(rr + 8, c as u32), hi);
                     }
                 });
             }
