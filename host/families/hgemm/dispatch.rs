@@ -204,7 +204,8 @@ pub fn pair() -> bool {
 /// Whether the 128 × 256 tile runs with the stream-K tail where it applies (`wgmma_sk`: the
 /// whole waves of tiles persistent, the last partial wave's k-iterations shared evenly over the
 /// blocks; the conditions: `stream_k_tail_fits` in `paths.rs`): `RUSTILE_HGEMM_SK_TAIL=1`,
-/// an experiment (session 21, `notes/hgemm.md`), not yet run on a GPU.
+/// an experiment (session 21): correct, but 7 % slower than the default at 4096³ on an H100
+/// (session 22: its staggered k reads 48 MB more from DRAM, `notes/hgemm.md`).
 pub fn sk_tail() -> bool {
     std::env::var("RUSTILE_HGEMM_SK_TAIL").is_ok_and(|v| v == "1")
 }

@@ -57,8 +57,6 @@ pub(super) fn stream_k_tail_fits(p: &Problem, tile: WsTile, sms: u32, c_staged: 
 mod tests {
     use super::*;
 
-    /// Which products the TMA-store epilogue takes (a check by record address missed every
-    /// one once: each use of a `const` record is its own value).
     #[test]
     fn stream_k_tail_takes_the_wide_tile_past_whole_waves_with_a_long_enough_tail() {
         let f16 = |m, n, k| Problem::new(DType::F16, m, n, k);
@@ -87,6 +85,8 @@ mod tests {
         assert_eq!(stream_k_tail_fits(&f16(1 << 16, 1 << 16, 1 << 21), wide, 132, true), None);
     }
 
+    /// Which products the TMA-store epilogue takes (a check by record address missed every
+    /// one once: each use of a `const` record is its own value).
     #[test]
     fn staged_epilogue_takes_the_wide_tile_with_a_16_bit_output_and_nothing_to_read() {
         let p = Problem::new(DType::F16, 1000, 1096, 520);

@@ -462,28 +462,6 @@ pub fn fence_proxy_async_shared() {
     }
 }
 
-/// `stmatrix.sync.aligned.m8n8.x4.shared.b16`: stores four 8 × 8 matrices of 16-bit
-/// elements; register `r[j]` of lane `l` holds matrix `j`'s row `l / 4`, columns `2(l % 4)` and
-/// `2(l % 4) + 1` (an `mma`/`wgmma` accumulator fragment, packed), and lanes `8j..8j + 8` give
-/// the addresses of matrix `j`'s rows (16 bytes each). One instruction where four 32-bit
-/// `st.shared` per lane would be. Warp-collective (sm_90).
-///
-/// # Safety
-/// Every lane's address lies in the launch's shared memory, 16-byte aligned; the whole warp
-/// executes it.
-#[inline(always)]
-pub unsafe fn stmatrix_x4(addr: u32, r: [u32; 4]) {
-    core::arch::asm!(
-        "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{addr}], {{{r0}, {r1}, {r2}, {r3}}};",
-        addr = in(reg32) addr,
-        r0 = in(reg32) r[0],
-        r1 = in(reg32) r[1],
-        r2 = in(reg32) r[2],
-        r3 = in(reg32) r[3],
-        options(nostack, preserves_flags)
-    )
-}
-
 // --- Register reallocation ---
 
 /// `setmaxnreg.dec`: this warpgroup gives registers back, down to `N` per thread.
