@@ -3,7 +3,7 @@
 # refused). Stage it with
 #   scripts/stage-ab --script bench-results/2026-12-08-s23/s23a.sh \
 #     notes/patches/stmatrix-staging.patch notes/patches/sm80-ldmatrix-early.patch
-# and run `bash .gpu/s23a.sh` (carry [".gpu"]; ~250 s + start). bin/rustile, bin/test-gpu: HEAD +
+# and run `bash .gpu/run.sh script s23a.sh` (carry [".gpu"]; ~250 s + start). bin/rustile, bin/test-gpu: HEAD +
 # both patches (the TMA-store staging through stmatrix.x4; the sm_80 path's step-1 ldmatrix
 # before the stage's cp.async, and tunings eb / eb5: one wait+barrier at the top of each
 # k-tile, 4 / 5 stages). bin/rustile-old: HEAD (st.shared staging, the sm_80 path as measured).
@@ -12,8 +12,7 @@
 # then correctness: float64 validation of mma_pipeline (the wide tile: the bitwise test),
 # conv's staged epilogue, memcheck.
 cd "$(dirname "$0")"
-for z in bin/*.gz; do [[ -e $z ]] && gzip -dc "$z" > "${z%.gz}" && chmod +x "${z%.gz}" && rm -f "$z"; done
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} PATH=/usr/local/cuda/bin:$PATH
+[[ -x bin/rustile && -x bin/rustile-old ]] || { echo "s23a.sh: run it as .gpu/run.sh script s23a.sh (which unpacks bin/)" >&2; exit 2; }
 export CUDA_CACHE_PATH=/tmp/cudacache CUDA_CACHE_MAXSIZE=4294967296
 R=$PWD/bin/rustile; R0=$PWD/bin/rustile-old; O=$OUT/c; mkdir -p $O
 cat COMMIT > $O/commit; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv > $O/gpu.txt; cat $O/gpu.txt
